@@ -1,0 +1,92 @@
+// Units live in types: Bytes, Seconds, BytesPerSec. SimGrid speaks plain doubles (bytes, seconds, bytes per
+// second); convert with .value() in exactly one adapter (sim/src/simgrid_platform.cpp), nowhere else.
+//
+// Decimal and binary prefixes are both spelled out: 1 GB = 1e9 bytes, 1 GiB = 2^30 bytes, 1 Gb/s = 1.25e8 B/s.
+#pragma once
+
+#include <cmath>
+#include <compare>
+#include <cstdint>
+#include <string>
+
+namespace railyard {
+
+template <class Tag>
+class Quantity {
+public:
+  constexpr Quantity() = default;
+  constexpr explicit Quantity(double v) : v_(v) {}
+  [[nodiscard]] constexpr double value() const { return v_; }
+
+  constexpr Quantity& operator+=(Quantity o)
+  {
+    v_ += o.v_;
+    return *this;
+  }
+  constexpr Quantity& operator-=(Quantity o)
+  {
+    v_ -= o.v_;
+    return *this;
+  }
+  friend constexpr Quantity operator+(Quantity a, Quantity b) { return Quantity(a.v_ + b.v_); }
+  friend constexpr Quantity operator-(Quantity a, Quantity b) { return Quantity(a.v_ - b.v_); }
+  friend constexpr Quantity operator*(Quantity a, double k) { return Quantity(a.v_ * k); }
+  friend constexpr Quantity operator*(double k, Quantity a) { return Quantity(a.v_ * k); }
+  friend constexpr Quantity operator/(Quantity a, double k) { return Quantity(a.v_ / k); }
+  friend constexpr double operator/(Quantity a, Quantity b) { return a.v_ / b.v_; }
+  friend constexpr auto operator<=>(Quantity a, Quantity b) = default;
+
+private:
+  double v_ = 0.0;
+};
+
+struct BytesTag {};
+struct SecondsTag {};
+struct BytesPerSecTag {};
+
+using Bytes = Quantity<BytesTag>;
+using Seconds = Quantity<SecondsTag>;
+using BytesPerSec = Quantity<BytesPerSecTag>;
+
+constexpr Seconds operator/(Bytes b, BytesPerSec r) { return Seconds(b.value() / r.value()); }
+constexpr Bytes operator*(BytesPerSec r, Seconds t) { return Bytes(r.value() * t.value()); }
+constexpr Bytes operator*(Seconds t, BytesPerSec r) { return Bytes(r.value() * t.value()); }
+constexpr BytesPerSec operator/(Bytes b, Seconds t) { return BytesPerSec(b.value() / t.value()); }
+
+namespace units {
+constexpr double kKB = 1e3;
+constexpr double kMB = 1e6;
+constexpr double kGB = 1e9;
+constexpr double kKiB = 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+constexpr Bytes bytes(double v) { return Bytes(v); }
+constexpr Bytes KiB(double v) { return Bytes(v * kKiB); }
+constexpr Bytes MiB(double v) { return Bytes(v * kMiB); }
+constexpr Bytes GiB(double v) { return Bytes(v * kGiB); }
+constexpr Bytes KB(double v) { return Bytes(v * kKB); }
+constexpr Bytes MB(double v) { return Bytes(v * kMB); }
+constexpr Bytes GB(double v) { return Bytes(v * kGB); }
+constexpr Seconds seconds(double v) { return Seconds(v); }
+constexpr Seconds ms(double v) { return Seconds(v * 1e-3); }
+constexpr Seconds us(double v) { return Seconds(v * 1e-6); }
+constexpr Seconds ns(double v) { return Seconds(v * 1e-9); }
+/// GB/s: 1e9 bytes per second (nccl-tests reports algbw and busbw in these units).
+constexpr BytesPerSec GBps(double v) { return BytesPerSec(v * kGB); }
+/// Gb/s: 1e9 bits per second, the unit NIC and switch port speeds are sold in (400 Gb/s = 50 GB/s).
+constexpr BytesPerSec Gbps(double v) { return BytesPerSec(v * kGB / 8.0); }
+} // namespace units
+
+/// Parses "400 Gb/s", "50 GB/s", "450GBps", "1.5 us", "2 ms", "4 MiB", "1 GB", "128" (bytes only), into the
+/// quantity. Throws std::invalid_argument with the accepted spellings when the unit is missing or wrong.
+Bytes parse_bytes(const std::string& text);
+Seconds parse_seconds(const std::string& text);
+BytesPerSec parse_bandwidth(const std::string& text);
+
+/// Human-readable forms used in reports: "50 GB/s", "1.5 us", "4 MiB".
+std::string format_bytes(Bytes b);
+std::string format_seconds(Seconds s);
+std::string format_bandwidth(BytesPerSec r);
+
+} // namespace railyard

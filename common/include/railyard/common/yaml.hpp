@@ -1,0 +1,71 @@
+// A yaml-cpp node that remembers its file, line and dotted path, so every error it raises names all three.
+#pragma once
+
+#include "railyard/common/error.hpp"
+#include "railyard/common/units.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace railyard {
+
+class YamlNode {
+public:
+  YamlNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path);
+
+  /// Parses a file; a syntax error becomes an InputError with the line yaml-cpp reports.
+  static YamlNode load_file(const std::string& path);
+  /// Parses text held in memory; `name` stands for the file in messages.
+  static YamlNode load_string(const std::string& text, const std::string& name);
+
+  [[nodiscard]] bool has(std::string_view key) const;
+  /// Required child: missing is an InputError naming the key.
+  [[nodiscard]] YamlNode at(std::string_view key) const;
+  [[nodiscard]] std::optional<YamlNode> get(std::string_view key) const;
+  [[nodiscard]] std::vector<YamlNode> items() const; ///< elements of a sequence (error if not a sequence)
+  [[nodiscard]] std::vector<std::string> keys() const;
+
+  [[nodiscard]] bool is_map() const { return node_.IsMap(); }
+  [[nodiscard]] bool is_sequence() const { return node_.IsSequence(); }
+  [[nodiscard]] bool is_scalar() const { return node_.IsScalar(); }
+
+  [[nodiscard]] std::string as_string() const;
+  [[nodiscard]] std::int64_t as_int() const;
+  [[nodiscard]] double as_double() const;
+  [[nodiscard]] bool as_bool() const;
+  [[nodiscard]] Bytes as_bytes() const;          ///< "4 MiB", "1 GB" or a plain count of bytes
+  [[nodiscard]] Seconds as_seconds() const;      ///< "1.5 us"; a unit is required
+  [[nodiscard]] BytesPerSec as_bandwidth() const; ///< "400 Gb/s", "50 GB/s"; a unit is required
+
+  /// Optional scalars with defaults.
+  [[nodiscard]] std::string string_or(std::string_view key, const std::string& fallback) const;
+  [[nodiscard]] std::int64_t int_or(std::string_view key, std::int64_t fallback) const;
+  [[nodiscard]] double double_or(std::string_view key, double fallback) const;
+  [[nodiscard]] bool bool_or(std::string_view key, bool fallback) const;
+
+  /// Every key of this map must be one of `allowed`; an unknown one is an error that lists the allowed keys and
+  /// suggests the closest spelling.
+  void expect_keys(std::initializer_list<std::string_view> allowed) const;
+
+  [[noreturn]] void fail(const std::string& rule, const std::string& fix) const;
+  [[nodiscard]] InputLocation where() const;
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const YAML::Node& raw() const { return node_; }
+
+private:
+  YAML::Node node_;
+  std::shared_ptr<const std::string> file_;
+  std::string path_;
+};
+
+/// Levenshtein-closest candidate, for "did you mean" hints. Empty when nothing is close.
+std::string closest_spelling(std::string_view word, const std::vector<std::string>& candidates);
+
+} // namespace railyard

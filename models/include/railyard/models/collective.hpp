@@ -1,0 +1,43 @@
+// Names shared by every collective model: the operation, NCCL's algorithms and protocols, and one call.
+#pragma once
+
+#include "railyard/common/units.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace railyard::models {
+
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, SendRecv };
+/// NCCL's algorithms (src/include/device.h NCCL_ALGO_*), CollNet kept in its place for later.
+enum class Algorithm { Tree, Ring, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat };
+/// NCCL's protocols (NCCL_PROTO_*).
+enum class Protocol { LL, LL128, Simple };
+
+std::string to_string(CollectiveKind k);
+std::string to_string(Algorithm a);
+std::string to_string(Protocol p);
+/// Accepts NCCL's spellings, case-insensitive: "allreduce"/"all_reduce", "ring", "nvlstree", "ll128", ...
+std::optional<CollectiveKind> collective_from_string(const std::string& s);
+std::optional<Algorithm> algorithm_from_string(const std::string& s);
+std::optional<Protocol> protocol_from_string(const std::string& s);
+
+/// One collective call as a user or a trace states it. `bytes` follows nccl-tests' convention: the size of the
+/// per-rank buffer that nccl-tests prints in its "size" column (for all_gather the whole output buffer, for
+/// reduce_scatter the whole input buffer).
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  Bytes bytes{0};
+  std::vector<int> ranks;                ///< GPU ids taking part, in communicator rank order
+  int root = 0;                          ///< communicator rank of the root (broadcast, reduce)
+  std::optional<Algorithm> algorithm;    ///< forced, as NCCL_ALGO; empty: chosen by the cost model
+  std::optional<Protocol> protocol;      ///< forced, as NCCL_PROTO
+  std::optional<int> channels;           ///< forced, as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS
+  std::string label;                     ///< free text carried into the outputs
+};
+
+/// nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.
+double busbw_factor(CollectiveKind k, int nranks);
+
+} // namespace railyard::models

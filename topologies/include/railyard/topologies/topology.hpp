@@ -1,0 +1,142 @@
+// Cluster topologies as Boost.Graph graphs: GPUs, NICs, NVSwitches and switch tiers joined by directed links (each
+// cable is two links, one per direction). Routing is up*/down* with per-flow ECMP hashing, as in a Clos fabric.
+#pragma once
+
+#include "railyard/common/units.hpp"
+#include "railyard/common/yaml.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace railyard::topo {
+
+enum class ClusterKind { SingleNode, FatTree, RailOptimized, RailOnly };
+enum class VertexKind { Gpu, Nic, NvSwitch, Leaf, Spine, Core };
+enum class LinkKind { NvLink, Pcie, NicLeaf, LeafSpine, SpineCore };
+
+std::string to_string(ClusterKind k);
+std::string to_string(VertexKind k);
+std::string to_string(LinkKind k);
+
+/// What a scenario's `cluster:` section says, validated. Bandwidths are per direction.
+struct ClusterSpec {
+  ClusterKind kind = ClusterKind::SingleNode;
+  int nodes = 1;
+  int gpus_per_node = 8;
+
+  // Inside a node: every GPU has one NVLink port pair to the NVSwitch (if nvswitch) and a PCIe path to its NIC.
+  bool nvswitch = true;
+  BytesPerSec nvlink_bandwidth = units::GBps(450); ///< per GPU, per direction (H100 NVLink4: 18 x 25 GB/s)
+  Seconds nvlink_latency = units::us(0.5);         ///< per NVLink hop (GPU->NVSwitch or NVSwitch->GPU)
+  BytesPerSec pcie_bandwidth = units::GBps(64);    ///< GPU <-> NIC, per direction (PCIe Gen5 x16)
+  Seconds pcie_latency = units::us(0.5);
+
+  // NICs and fabric: one NIC per GPU.
+  BytesPerSec nic_bandwidth = units::Gbps(400); ///< per direction (ConnectX-7 NDR 400 Gb/s)
+  Seconds nic_latency = units::us(1.0);         ///< NIC to leaf, including the NIC's own processing
+  int tiers = 2;                                ///< fat_tree: 2 (leaf/spine) or 3 (k-ary fat tree)
+  int leaf_downlinks = 32;                      ///< leaf ports facing NICs (fat_tree 2-tier, rail kinds)
+  int radix = 0;                                ///< k for a 3-tier k-ary fat tree
+  double oversubscription = 1.0;                ///< downlink : uplink bandwidth at the leaf (2 means 2:1)
+  BytesPerSec fabric_bandwidth = units::Gbps(400); ///< each switch-to-switch link, per direction
+  Seconds fabric_latency = units::us(0.6);          ///< each switch-to-switch hop, including switching
+
+  [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
+};
+
+/// Parses and validates a `cluster:` section. Errors name file, line, field, the rule broken and the fix.
+ClusterSpec parse_cluster(const YamlNode& cluster);
+
+struct Vertex {
+  VertexKind kind = VertexKind::Gpu;
+  int tier = 0;      ///< 0: GPU, NIC, NVSwitch; 1: leaf / edge / rail switch; 2: spine / aggregation; 3: core
+  int node = -1;     ///< node index for GPU, NIC, NVSwitch; -1 for fabric switches
+  int local = -1;    ///< GPU or NIC index inside its node (= rail); leaf: its rail where rails exist
+  int group = -1;    ///< pod (3-tier) or scalable unit (rail kinds); -1 where none
+  std::string name;  ///< unique, e.g. "gpu3.5", "nic3.5", "nvsw3", "leaf7", "spine2", "core0"
+};
+
+struct Link {
+  LinkKind kind = LinkKind::NvLink;
+  BytesPerSec bandwidth{0};
+  Seconds latency{0};
+  std::size_t id = 0;    ///< dense index 0..num_links()-1
+  std::size_t cable = 0; ///< the two directions of one cable share this index
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Vertex, Link>;
+using VertexId = std::size_t;
+using LinkId = std::size_t;
+using Path = std::vector<LinkId>; ///< links in order from source to destination
+
+struct TopologySummary {
+  int gpus = 0, nics = 0, nvswitches = 0, nodes = 0;
+  std::vector<std::pair<std::string, int>> switches_by_tier; ///< e.g. {"leaf", 16}, {"spine", 8}
+  std::size_t links = 0;                                     ///< directed links
+  std::size_t cables = 0;                                    ///< physical cables outside the nodes
+  std::size_t optics = 0;                                    ///< transceivers: two per fabric cable
+  BytesPerSec bisection{0};          ///< max flow from the first half of the nodes to the second half
+  BytesPerSec full_bisection{0};     ///< what a non-blocking fabric would give: half the NIC bandwidth
+  double oversubscription = 1.0;     ///< leaf downlink : uplink bandwidth
+};
+
+class Topology {
+public:
+  Topology(ClusterSpec spec, Graph graph);
+
+  [[nodiscard]] const ClusterSpec& spec() const { return spec_; }
+  [[nodiscard]] const Graph& graph() const { return graph_; }
+  [[nodiscard]] int num_gpus() const { return spec_.gpus(); }
+  [[nodiscard]] int num_nodes() const { return spec_.nodes; }
+  [[nodiscard]] int gpus_per_node() const { return spec_.gpus_per_node; }
+  [[nodiscard]] int node_of(int gpu) const { return gpu / spec_.gpus_per_node; }
+  [[nodiscard]] int local_of(int gpu) const { return gpu % spec_.gpus_per_node; }
+
+  [[nodiscard]] VertexId gpu_vertex(int gpu) const;
+  [[nodiscard]] VertexId nic_vertex(int gpu) const; ///< the NIC on the GPU's own PCIe switch (its rail)
+  [[nodiscard]] const Vertex& vertex(VertexId v) const { return graph_[v]; }
+  [[nodiscard]] std::size_t num_vertices() const { return boost::num_vertices(graph_); }
+
+  [[nodiscard]] std::size_t num_links() const { return links_.size(); }
+  [[nodiscard]] const Link& link(LinkId id) const { return graph_[links_[id]]; }
+  [[nodiscard]] VertexId link_source(LinkId id) const { return boost::source(links_[id], graph_); }
+  [[nodiscard]] VertexId link_target(LinkId id) const { return boost::target(links_[id], graph_); }
+  [[nodiscard]] std::string link_name(LinkId id) const; ///< "nic3.5->leaf5"
+
+  /// The path one flow takes from GPU `src` to GPU `dst`. Inside a node: NVLink through the NVSwitch. Across
+  /// nodes: GPU -> NIC -> up the tiers -> down -> NIC -> GPU, choosing among equal-cost uplinks by hashing
+  /// (flow_key, seed, switch), the way a switch hashes a QP's 5-tuple. With `pxn` (NCCL's PXN), or always on a
+  /// rail-only cluster, a flow between GPUs on different rails of different nodes first crosses NVLink to the GPU
+  /// of the source node that sits on the destination's rail and leaves through that GPU's NIC, so it stays on
+  /// the destination's rail: src -> NVSwitch -> gpu(node(src), rail(dst)) -> NIC -> ... -> NIC -> dst.
+  /// Same arguments, same path.
+  [[nodiscard]] Path route(int src, int dst, std::uint64_t flow_key, std::uint64_t seed, bool pxn = false) const;
+
+  /// Every equal-cost path between two GPUs, enumerated up to `limit` paths.
+  [[nodiscard]] std::vector<Path> all_paths(int src, int dst, bool pxn = false, std::size_t limit = 1 << 20) const;
+
+  /// Sum of link latencies along a path.
+  [[nodiscard]] Seconds path_latency(const Path& p) const;
+  /// Smallest link bandwidth along a path.
+  [[nodiscard]] BytesPerSec path_bandwidth(const Path& p) const;
+
+  [[nodiscard]] TopologySummary summary() const;
+  void write_dot(std::ostream& out) const;
+
+private:
+  ClusterSpec spec_;
+  Graph graph_;
+  std::vector<Graph::edge_descriptor> links_;
+  std::vector<VertexId> gpu_vertices_;
+  std::vector<VertexId> nic_vertices_;
+};
+
+/// Builds the graph a spec describes. Impossible clusters (more NICs than the fabric has ports, a rail-only
+/// cluster with more nodes than a rail switch has ports, ...) are an InputError naming the field.
+Topology build_topology(const ClusterSpec& spec, const InputLocation& where = {});
+
+} // namespace railyard::topo
