@@ -10,7 +10,7 @@ BUILD=${RAILYARD_BUILD_DIR:-$ROOT/build}
 JOBS=${RAILYARD_JOBS:-$(nproc)}
 
 PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev
-          libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev protobuf-compiler python3)
+          libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev protobuf-compiler zlib1g-dev libarchive-dev python3)
 
 install_packages() {
   local missing=()
