@@ -1,0 +1,25 @@
+// Runs lowered collectives: every GPU's actor executes its part of each schedule, in the order given.
+#pragma once
+
+#include "railyard/models/lowering.hpp"
+#include "railyard/sim/simulation.hpp"
+
+#include <vector>
+
+namespace railyard::sim {
+
+struct CollectiveTiming {
+  Seconds start{0}; ///< earliest time a member rank began the collective
+  Seconds end{0};   ///< latest time a member rank finished it
+  [[nodiscard]] Seconds duration() const { return end - start; }
+};
+
+/// Executes one rank's part of a schedule through `net`, blocking the calling actor until the rank is done.
+/// Connection tags are `tag_base` + channel, so concurrent collectives must use distinct tag bases.
+void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int rank, std::uint64_t tag_base);
+
+/// Spawns one actor per GPU, runs the schedules in order (each rank starts its next collective when it finished its
+/// previous one) and returns each collective's timing.
+std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<models::Schedule>& schedules);
+
+} // namespace railyard::sim

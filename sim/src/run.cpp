@@ -1,0 +1,165 @@
+#include "railyard/sim/run.hpp"
+
+#include "railyard/sim/collective_runner.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace railyard::sim {
+
+BytesPerSec CollectiveResult::algbw() const
+{
+  return time().value() > 0 ? BytesPerSec(call.bytes.value() / time().value()) : BytesPerSec(0);
+}
+
+BytesPerSec CollectiveResult::busbw() const
+{
+  return algbw() * models::busbw_factor(call.kind, static_cast<int>(call.ranks.size()));
+}
+
+models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
+                                    const InputLocation& where)
+{
+  models::CollectiveCall out = call;
+  if (!out.algorithm)
+    out.algorithm = models::Algorithm::Ring;
+  if (!out.protocol)
+    out.protocol = models::Protocol::Simple;
+  if (!out.channels)
+    out.channels = topology.gpus_per_node();
+  const bool ring_kind = out.kind == models::CollectiveKind::AllReduce || out.kind == models::CollectiveKind::AllGather ||
+                         out.kind == models::CollectiveKind::ReduceScatter;
+  if (*out.algorithm != models::Algorithm::Ring || !ring_kind)
+    throw InputError(where,
+                     fmt::format("{} with algorithm {} cannot be simulated yet: this version lowers ring all_reduce, "
+                                 "all_gather and reduce_scatter",
+                                 models::to_string(out.kind), models::to_string(*out.algorithm)),
+                     "use op all_reduce, all_gather or reduce_scatter with algorithm ring");
+  return out;
+}
+
+RunResult run_scenario(const Scenario& scenario)
+{
+  const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
+  RunResult result;
+  result.scenario = scenario;
+  result.topology = topology.summary();
+
+  std::vector<models::Schedule> schedules;
+  for (const auto& spec : scenario.collectives) {
+    const models::CollectiveCall call = resolve_call(spec.call, topology, spec.where);
+    const models::Schedule schedule =
+        models::lower({call, topology.gpus_per_node(), scenario.step_overhead});
+    for (int it = 0; it < spec.repeat; ++it) {
+      schedules.push_back(schedule);
+      CollectiveResult r;
+      r.call = call;
+      r.iteration = it;
+      result.collectives.push_back(r);
+    }
+  }
+
+  Simulation sim(topology, scenario.sim);
+  const auto timings = run_schedules(sim, schedules);
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    result.collectives[i].start = timings[i].start;
+    result.collectives[i].end = timings[i].end;
+  }
+  result.simulated_time = sim.now();
+  result.flows = sim.network().totals();
+  return result;
+}
+
+namespace {
+
+// Shortest text that reads back as the same double: identical results give identical files.
+std::string num(double v) { return fmt::format("{}", v); }
+
+nlohmann::ordered_json topology_json(const topo::TopologySummary& t)
+{
+  nlohmann::ordered_json j;
+  j["gpus"] = t.gpus;
+  j["nodes"] = t.nodes;
+  j["nics"] = t.nics;
+  j["nvswitches"] = t.nvswitches;
+  nlohmann::ordered_json tiers = nlohmann::ordered_json::object();
+  for (const auto& [name, count] : t.switches_by_tier)
+    tiers[name] = count;
+  j["switches"] = tiers;
+  j["links"] = t.links;
+  j["cables"] = t.cables;
+  j["optics"] = t.optics;
+  j["bisection_bytes_per_s"] = t.bisection.value();
+  j["full_bisection_bytes_per_s"] = t.full_bisection.value();
+  j["oversubscription"] = t.oversubscription;
+  return j;
+}
+
+} // namespace
+
+void write_outputs(const RunResult& result, const std::string& dir)
+{
+  namespace fs = std::filesystem;
+  const fs::path final_dir(dir);
+  const fs::path partial = final_dir.string() + ".partial";
+  fs::remove_all(partial);
+  fs::create_directories(partial);
+
+  {
+    std::ofstream csv(partial / "collectives.csv");
+    csv << "index,iteration,label,op,size_bytes,nranks,algorithm,protocol,channels,start_s,end_s,time_s,"
+           "algbw_GBps,busbw_GBps\n";
+    for (std::size_t i = 0; i < result.collectives.size(); ++i) {
+      const auto& c = result.collectives[i];
+      csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i, c.iteration, c.call.label,
+                         models::to_string(c.call.kind), num(c.call.bytes.value()), c.call.ranks.size(),
+                         models::to_string(*c.call.algorithm), models::to_string(*c.call.protocol), *c.call.channels,
+                         num(c.start.value()), num(c.end.value()), num(c.time().value()),
+                         num(c.algbw().value() / units::kGB), num(c.busbw().value() / units::kGB));
+    }
+  }
+
+  nlohmann::ordered_json j;
+  j["status"] = "complete";
+  j["railyard_version"] = "0.1.0";
+  j["scenario"] = result.scenario.name;
+  j["scenario_file"] = result.scenario.file;
+  j["seed"] = result.scenario.sim.seed;
+  j["backend"] = to_string(result.scenario.sim.backend);
+  j["pxn"] = result.scenario.sim.pxn;
+  j["cluster_kind"] = topo::to_string(result.scenario.cluster.kind);
+  j["topology"] = topology_json(result.topology);
+  j["simulated_time_s"] = result.simulated_time.value();
+  j["flows"] = {{"sent", result.flows.flows_sent},
+                {"received", result.flows.flows_received},
+                {"wire_bytes_sent", result.flows.bytes_sent},
+                {"wire_bytes_received", result.flows.bytes_received}};
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& c : result.collectives) {
+    nlohmann::ordered_json e;
+    e["op"] = models::to_string(c.call.kind);
+    e["label"] = c.call.label;
+    e["iteration"] = c.iteration;
+    e["size_bytes"] = c.call.bytes.value();
+    e["nranks"] = c.call.ranks.size();
+    e["algorithm"] = models::to_string(*c.call.algorithm);
+    e["protocol"] = models::to_string(*c.call.protocol);
+    e["channels"] = *c.call.channels;
+    e["time_s"] = c.time().value();
+    e["algbw_GBps"] = c.algbw().value() / units::kGB;
+    e["busbw_GBps"] = c.busbw().value() / units::kGB;
+    list.push_back(e);
+  }
+  j["collectives"] = list;
+  {
+    std::ofstream out(partial / "summary.json");
+    out << j.dump(2) << "\n";
+  }
+  fs::remove_all(final_dir);
+  fs::rename(partial, final_dir);
+}
+
+} // namespace railyard::sim

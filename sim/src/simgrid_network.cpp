@@ -1,0 +1,175 @@
+#include "simgrid_network.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace railyard::sim {
+namespace sg = simgrid;
+
+namespace {
+std::uint64_t pair_key(int src, int dst) { return (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst); }
+} // namespace
+
+EcmpZone::EcmpZone(const topo::Topology& topology, std::uint64_t seed, bool pxn)
+    : NetZoneImpl("railyard"), topology_(topology), seed_(seed), pxn_(pxn)
+{
+}
+
+void EcmpZone::build()
+{
+  // The one adapter from Railyard's typed units to SimGrid's doubles (bytes per second).
+  const int gpus = topology_.num_gpus();
+  hosts_.reserve(gpus);
+  for (int g = 0; g < gpus; ++g) {
+    auto* h = create_host(topology_.vertex(topology_.gpu_vertex(g)).name, std::vector<double>{1e15});
+    h->seal();
+    gpu_of_netpoint_[h->get_netpoint()] = g;
+    hosts_.push_back(h);
+  }
+  links_.reserve(topology_.num_links());
+  for (topo::LinkId id = 0; id < topology_.num_links(); ++id) {
+    auto* l = create_link(topology_.link_name(id), std::vector<double>{topology_.link(id).bandwidth.value()});
+    l->set_latency(0);
+    l->seal();
+    links_.push_back(l);
+  }
+  seal();
+}
+
+void EcmpZone::get_local_route(const sg::kernel::routing::NetPoint* src, const sg::kernel::routing::NetPoint* dst,
+                               sg::kernel::routing::Route* into, double* /*latency*/)
+{
+  const int s = gpu_of_netpoint_.at(src);
+  const int d = gpu_of_netpoint_.at(dst);
+  const std::uint64_t k = flows_per_pair_[pair_key(s, d)]++;
+  for (topo::LinkId id : topology_.route(s, d, k, seed_, pxn_))
+    into->link_list_.push_back(links_[id]->get_impl());
+}
+
+SimGridNetwork::SimGridNetwork(const topo::Topology& topology, bool pxn) : topology_(topology), pxn_(pxn) {}
+
+sg::s4u::Mailbox* SimGridNetwork::mailbox(int src, int dst, std::uint64_t tag)
+{
+  const std::uint64_t key = pair_key(src, dst) * 0x9E3779B97F4A7C15ULL ^ (tag + 0x632BE59BD9B4E019ULL);
+  auto it = mailboxes_.find(key);
+  if (it != mailboxes_.end())
+    return it->second;
+  auto* mb = sg::s4u::Mailbox::by_name(fmt::format("{}>{}#{}", src, dst, tag));
+  mailboxes_.emplace(key, mb);
+  return mb;
+}
+
+double SimGridNetwork::pair_latency(int src, int dst)
+{
+  // Equal-cost paths have equal hop counts and every tier has one latency, so latency depends on the pair only.
+  const std::uint64_t key = pair_key(src, dst);
+  auto it = latencies_.find(key);
+  if (it != latencies_.end())
+    return it->second;
+  const double lat = topology_.path_latency(topology_.route(src, dst, 0, 0, pxn_)).value();
+  latencies_.emplace(key, lat);
+  return lat;
+}
+
+RequestId SimGridNetwork::allocate()
+{
+  if (!free_.empty()) {
+    const RequestId id = free_.back();
+    free_.pop_back();
+    requests_[id] = Request{};
+    requests_[id].in_use = true;
+    return id;
+  }
+  requests_.emplace_back();
+  requests_.back().in_use = true;
+  return requests_.size() - 1;
+}
+
+void SimGridNetwork::release(RequestId id)
+{
+  requests_[id] = Request{};
+  free_.push_back(id);
+}
+
+void SimGridNetwork::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
+{
+  if (src == dst)
+    throw std::logic_error("isend: a GPU cannot send to itself through the network");
+  const auto size = static_cast<std::uint64_t>(std::max(0.0, bytes.value()));
+  // The payload pointer carries the simulated size itself, so the receiver can account for the bytes it got.
+  mailbox(src, dst, tag)->put_init(reinterpret_cast<void*>(static_cast<std::uintptr_t>(size)), size)->detach();
+  totals_.flows_sent++;
+  totals_.bytes_sent += static_cast<double>(size);
+}
+
+RequestId SimGridNetwork::irecv(int dst, int src, std::uint64_t tag)
+{
+  const RequestId id = allocate();
+  Request& r = requests_[id];
+  r.latency = pair_latency(src, dst);
+  r.comm = mailbox(src, dst, tag)->get_async<void>(&r.payload);
+  return id;
+}
+
+RequestId SimGridNetwork::timer(Seconds at)
+{
+  const RequestId id = allocate();
+  requests_[id].arrival = at.value();
+  return id;
+}
+
+std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
+{
+  std::vector<sg::s4u::CommPtr> comms;
+  std::vector<std::size_t> comm_pos;
+  while (true) {
+    // The earliest request whose completion time is known.
+    std::size_t best = ids.size();
+    double best_t = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const Request& r = requests_[ids[i]];
+      if (r.arrival >= 0 && r.arrival < best_t) {
+        best_t = r.arrival;
+        best = i;
+      }
+    }
+    const double now = sg::s4u::Engine::get_clock();
+    if (best < ids.size() && best_t <= now) {
+      const Request& r = requests_[ids[best]];
+      if (r.comm) {
+        totals_.flows_received++;
+        totals_.bytes_received += static_cast<double>(reinterpret_cast<std::uintptr_t>(r.payload));
+      }
+      release(ids[best]);
+      return best;
+    }
+    comms.clear();
+    comm_pos.clear();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const Request& r = requests_[ids[i]];
+      if (r.comm && r.arrival < 0) {
+        comms.push_back(r.comm);
+        comm_pos.push_back(i);
+      }
+    }
+    if (comms.empty()) {
+      if (best == ids.size())
+        throw std::logic_error("wait_any: nothing to wait for");
+      sg::s4u::this_actor::sleep_until(best_t);
+      continue;
+    }
+    const double timeout = best < ids.size() ? best_t - now : -1.0;
+    const ssize_t done = sg::s4u::Comm::wait_any_for(comms, timeout);
+    if (done >= 0) {
+      Request& r = requests_[ids[comm_pos[static_cast<std::size_t>(done)]]];
+      r.arrival = sg::s4u::Engine::get_clock() + r.latency;
+    }
+  }
+}
+
+Seconds SimGridNetwork::now() const { return Seconds(sg::s4u::Engine::get_clock()); }
+
+} // namespace railyard::sim

@@ -1,0 +1,76 @@
+// SimGrid backend internals: the ECMP routing zone and the FlowNetwork over mailbox comms.
+#pragma once
+
+#include "railyard/sim/flow_network.hpp"
+#include "railyard/topologies/topology.hpp"
+
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/s4u.hpp>
+
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+namespace railyard::sim {
+
+/// The root netzone: one host per GPU, one SimGrid link per directed topology link. SimGrid asks it for a route at
+/// every transfer start; it answers with the topology's ECMP route for the k-th flow between that pair of GPUs
+/// (flow key = k), so each flow hashes anew, deterministically for a seed. Routes report zero latency: SimGrid
+/// weighs a flow's bandwidth share by its route latency, and RDMA flows at line rate share a link equally, so the
+/// path latency is added by SimGridNetwork when the last byte arrives instead.
+class EcmpZone : public simgrid::kernel::routing::NetZoneImpl {
+public:
+  EcmpZone(const topo::Topology& topology, std::uint64_t seed, bool pxn);
+  void build();
+  [[nodiscard]] simgrid::s4u::Host* host(int gpu) const { return hosts_[gpu]; }
+
+  void get_local_route(const simgrid::kernel::routing::NetPoint* src, const simgrid::kernel::routing::NetPoint* dst,
+                       simgrid::kernel::routing::Route* into, double* latency) override;
+
+private:
+  const topo::Topology& topology_;
+  std::uint64_t seed_;
+  bool pxn_;
+  std::vector<simgrid::s4u::Host*> hosts_;
+  std::vector<simgrid::s4u::Link*> links_;
+  std::unordered_map<const simgrid::kernel::routing::NetPoint*, int> gpu_of_netpoint_;
+  std::unordered_map<std::uint64_t, std::uint64_t> flows_per_pair_;
+};
+
+class SimGridNetwork final : public FlowNetwork {
+public:
+  SimGridNetwork(const topo::Topology& topology, bool pxn);
+
+  [[nodiscard]] std::string name() const override { return "simgrid"; }
+  void isend(int src, int dst, std::uint64_t tag, Bytes bytes) override;
+  RequestId irecv(int dst, int src, std::uint64_t tag) override;
+  RequestId timer(Seconds at) override;
+  std::size_t wait_any(const std::vector<RequestId>& requests) override;
+  [[nodiscard]] Seconds now() const override;
+  [[nodiscard]] const FlowTotals& totals() const override { return totals_; }
+
+private:
+  struct Request {
+    simgrid::s4u::CommPtr comm; ///< null for timers
+    double arrival = -1;        ///< simulated time the request completes; -1 until known
+    double latency = 0;         ///< path latency added after the transfer ends
+    void* payload = nullptr;
+    bool in_use = false;
+  };
+
+  simgrid::s4u::Mailbox* mailbox(int src, int dst, std::uint64_t tag);
+  double pair_latency(int src, int dst);
+  RequestId allocate();
+  void release(RequestId id);
+
+  const topo::Topology& topology_;
+  bool pxn_;
+  std::unordered_map<std::uint64_t, simgrid::s4u::Mailbox*> mailboxes_;
+  std::unordered_map<std::uint64_t, double> latencies_;
+  std::deque<Request> requests_;
+  std::vector<RequestId> free_;
+  FlowTotals totals_;
+};
+
+} // namespace railyard::sim

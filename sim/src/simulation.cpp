@@ -1,0 +1,77 @@
+#include "railyard/sim/simulation.hpp"
+
+#include "simgrid_network.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace railyard::sim {
+namespace sg = simgrid;
+
+std::string to_string(Backend b)
+{
+  switch (b) {
+  case Backend::SimGrid: return "simgrid";
+  }
+  return "?";
+}
+
+struct Simulation::Impl {
+  std::unique_ptr<sg::s4u::Engine> engine;
+  EcmpZone* zone = nullptr; // owned by SimGrid's engine
+  std::unique_ptr<SimGridNetwork> network;
+  std::vector<sg::s4u::ActorPtr> actors;
+  int finished = 0;
+};
+
+Simulation::Simulation(const topo::Topology& topology, SimulationConfig config)
+    : topology_(topology), config_(config), impl_(std::make_unique<Impl>())
+{
+  // SimGrid reads its settings from argv; these keep its log quiet and its network model exact for RDMA flows:
+  // CM02 without TCP cross-traffic, no bandwidth or latency factors (DESIGN.md, measured on SimGrid 3.32).
+  std::vector<std::string> args = {"railyard",
+                                   "--log=root.thres:critical",
+                                   "--cfg=network/model:CM02",
+                                   "--cfg=network/crosstraffic:0",
+                                   "--cfg=network/weight-S:0",
+                                   "--cfg=contexts/stack-size:128",
+                                   fmt::format("--cfg=surf/precision:{}", config_.time_precision)};
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  impl_->engine = std::make_unique<sg::s4u::Engine>(&argc, argv.data());
+  impl_->zone = new EcmpZone(topology_, config_.seed, config_.pxn);
+  impl_->zone->build();
+  impl_->network = std::make_unique<SimGridNetwork>(topology_, config_.pxn);
+}
+
+Simulation::~Simulation() = default;
+
+FlowNetwork& Simulation::network() { return *impl_->network; }
+
+void Simulation::spawn(int gpu, const std::string& name, std::function<void()> body)
+{
+  impl_->actors.push_back(sg::s4u::Actor::create(name, impl_->zone->host(gpu), [this, b = std::move(body)] {
+    b();
+    ++impl_->finished;
+  }));
+}
+
+void Simulation::run()
+{
+  impl_->engine->run();
+  const int expected = static_cast<int>(impl_->actors.size());
+  if (impl_->finished != expected)
+    throw std::runtime_error(fmt::format("simulation deadlocked: {} of {} GPU actors never finished (a schedule posts "
+                                         "a receive that no send matches)",
+                                         expected - impl_->finished, expected));
+}
+
+Seconds Simulation::now() const { return Seconds(sg::s4u::Engine::get_clock()); }
+
+} // namespace railyard::sim
