@@ -1,0 +1,204 @@
+// The per-rank operation graph: what every GPU of a training step does, as the replay engine (sim/) consumes it.
+//
+// A Workload is a set of communicators (process groups) plus one program per global rank. A program (RankGraph) is
+// a list of ops with explicit dependencies and CUDA-stream ordering:
+//   - ops with the same stream id run in increasing op id order (one CUDA stream executes in issue order);
+//   - an op also waits for every op in its dependency list (data and control dependencies);
+//   - ops on stream kUnordered are ordered by their dependencies only.
+// Producers: the trace readers (readers.hpp) and the Megatron-style generator.
+//
+// Memory: one Op is 40 bytes, plus 4 bytes of CSR offset and 4 bytes per dependency; trace-only data (measured
+// times, source node ids) lives in side arrays that generated graphs leave empty. Programs are shared between ranks
+// that run the same thing (all ranks of one pipeline stage, say): an op names a communicator *slot* and a peer *by
+// its rank inside that communicator*, and each rank maps slots to global communicator ids. Readers give every rank
+// its own program and the identity map.
+#pragma once
+
+#include "railyard/common/error.hpp"
+#include "railyard/common/units.hpp"
+#include "railyard/models/collective.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace railyard::workloads {
+
+using models::CollectiveKind;
+using OpId = std::uint32_t;
+using StreamId = std::uint16_t;
+
+/// Stream id of ops ordered only by their explicit dependencies (Chakra nodes, which carry no stream).
+inline constexpr StreamId kUnordered = 0xFFFF;
+
+/// What a process group is for; the replay engine breaks exposed communication down by this.
+enum class GroupKind : std::uint8_t { TP, PP, DP, EP, CP, Other };
+std::string_view to_string(GroupKind k);
+/// "tp", "TP", "pp", "dp", "ep", "cp", anything else -> Other.
+GroupKind group_kind_from_string(std::string_view s);
+
+/// A process group (NCCL communicator): global ranks in group-rank order (ranks[i] is group rank i).
+struct Communicator {
+  int id = 0; ///< equals its index in Workload::communicators
+  std::string name;
+  GroupKind kind = GroupKind::Other;
+  std::vector<int> ranks;
+};
+
+enum class OpKind : std::uint8_t {
+  Compute,    ///< a kernel: flops and bytes accessed (generator) or a measured duration (traces)
+  Collective, ///< a collective on a communicator
+  Send,       ///< point-to-point send to `peer`
+  Recv,       ///< point-to-point receive from `peer`
+  Memcpy,     ///< a local copy (H2D/D2H/D2D, Chakra MEM_LOAD/MEM_STORE): `bytes` moved
+};
+std::string_view to_string(OpKind k);
+
+/// One op. Which fields mean something depends on `kind`; the rest keep their defaults.
+struct Op {
+  /// Collective: nccl-tests "size" convention (models::CollectiveCall: the per-rank buffer, for all_gather the
+  /// whole output, for reduce_scatter the whole input). Send/Recv/Memcpy: bytes moved. Compute: bytes accessed.
+  Bytes bytes{0};
+  double flops = 0.0;     ///< Compute: floating-point operations
+  std::uint32_t name = 0; ///< index into RankGraph::names()
+  std::int32_t comm = -1; ///< Collective/Send/Recv: communicator slot of the rank (see Workload::communicator_of)
+  std::int32_t peer = -1; ///< Send/Recv: the peer's rank in `comm`. Collective: the root's rank in `comm` (or -1)
+  std::int32_t tag = 0;   ///< Send/Recv: matching tag
+  StreamId stream = 0;    ///< CUDA stream; kUnordered for dependency-only ordering
+  OpKind kind = OpKind::Compute;
+  std::uint8_t collective_code = 0; ///< Collective: CollectiveKind in one byte; use collective()
+
+  [[nodiscard]] CollectiveKind collective() const { return static_cast<CollectiveKind>(collective_code); }
+  void set_collective(CollectiveKind k) { collective_code = static_cast<std::uint8_t>(k); }
+
+  static Op make_compute(double flops, Bytes bytes_accessed, StreamId stream);
+  static Op make_collective(CollectiveKind k, Bytes bytes, int comm, int root, StreamId stream);
+  static Op make_send(int comm, int peer, Bytes bytes, int tag, StreamId stream);
+  static Op make_recv(int comm, int peer, Bytes bytes, int tag, StreamId stream);
+  static Op make_memcpy(Bytes bytes, StreamId stream);
+};
+
+/// What the per-op source ids of a program are, for error messages.
+enum class SourceKind : std::uint8_t {
+  Generated,  ///< no source file: the op id is the id
+  NodeId,     ///< Chakra node id
+  Line,       ///< 1-based line of a text workload
+  EventIndex, ///< index in the trace's traceEvents array
+};
+
+/// One rank's program. Immutable once built (RankGraphBuilder::finish()); shareable between ranks.
+class RankGraph {
+public:
+  [[nodiscard]] std::size_t size() const { return ops_.size(); }
+  [[nodiscard]] std::span<const Op> ops() const { return ops_; }
+  [[nodiscard]] const Op& op(OpId id) const { return ops_[id]; }
+  [[nodiscard]] std::span<const OpId> deps(OpId id) const
+  {
+    return {dep_ids_.data() + dep_offsets_[id], dep_ids_.data() + dep_offsets_[id + 1]};
+  }
+  [[nodiscard]] const std::string& name(OpId id) const { return names_[ops_[id].name]; }
+  [[nodiscard]] const std::vector<std::string>& names() const { return names_; }
+
+  /// Measured by the trace (Kineto start relative to the rank's first event; Chakra/text runtimes).
+  [[nodiscard]] std::optional<Seconds> measured_duration(OpId id) const;
+  [[nodiscard]] std::optional<Seconds> measured_start(OpId id) const;
+  /// The trace's own span of this rank (first start to last end of GPU activity), when it has one.
+  [[nodiscard]] std::optional<Seconds> measured_span() const { return measured_span_; }
+
+  /// Where op `id` came from: file, and the id in the kind's terms (Chakra node id, line, event index).
+  [[nodiscard]] const std::string& source_file() const { return source_file_; }
+  [[nodiscard]] SourceKind source_kind() const { return source_kind_; }
+  [[nodiscard]] std::uint64_t source_id(OpId id) const { return source_ids_.empty() ? id : source_ids_[id]; }
+  /// "node 17", "line 4", "event 230", "op 5" for messages.
+  [[nodiscard]] std::string describe(OpId id) const;
+
+  /// Labels of streams for timelines ("compute", "stream 7", "nccl"); streams without one have none.
+  [[nodiscard]] const std::map<StreamId, std::string>& stream_labels() const { return stream_labels_; }
+
+private:
+  friend class RankGraphBuilder;
+  std::vector<Op> ops_;
+  std::vector<std::uint32_t> dep_offsets_{0}; // CSR: deps of op i are dep_ids_[dep_offsets_[i], dep_offsets_[i+1])
+  std::vector<OpId> dep_ids_;
+  std::vector<std::string> names_;
+  std::vector<double> measured_duration_s_; // empty, or one per op with NaN where not measured
+  std::vector<double> measured_start_s_;    // same
+  std::optional<Seconds> measured_span_;
+  std::string source_file_;
+  SourceKind source_kind_ = SourceKind::Generated;
+  std::vector<std::uint64_t> source_ids_; // empty, or one per op
+  std::map<StreamId, std::string> stream_labels_;
+};
+
+/// Builds a RankGraph: add ops in any order, add dependencies at any time (also forward ones), then finish().
+class RankGraphBuilder {
+public:
+  explicit RankGraphBuilder(std::string source_file = {}, SourceKind source_kind = SourceKind::Generated);
+
+  /// Appends `op` named `name` (interned: equal names share storage); returns its id (0, 1, 2, ...).
+  OpId add(Op op, std::string_view name);
+  /// `op` waits for `dep`. Ids are checked by validate(), not here, so readers can report them with context.
+  void add_dep(OpId op, OpId dep) { edges_.emplace_back(op, dep); }
+  void set_source_id(OpId op, std::uint64_t id);
+  void set_measured(OpId op, std::optional<Seconds> start, std::optional<Seconds> duration);
+  void set_measured_span(Seconds span) { graph_.measured_span_ = span; }
+  void set_stream_label(StreamId s, std::string label) { graph_.stream_labels_[s] = std::move(label); }
+  [[nodiscard]] std::size_t size() const { return graph_.ops_.size(); }
+  [[nodiscard]] Op& op(OpId id) { return graph_.ops_[id]; }
+
+  /// Builds the dependency arrays (duplicates removed) and hands the graph over; the builder is empty afterwards.
+  RankGraph finish();
+
+private:
+  RankGraph graph_;
+  std::vector<std::pair<OpId, OpId>> edges_;
+  std::unordered_map<std::string, std::uint32_t> name_index_;
+};
+
+/// Everything one training step does on every rank.
+struct Workload {
+  std::string source; ///< what it was read or generated from, for reports
+  std::vector<Communicator> communicators;
+  std::vector<std::shared_ptr<const RankGraph>> graphs; ///< distinct programs
+  struct Rank {
+    std::uint32_t graph = 0;            ///< index into graphs
+    std::vector<std::int32_t> comm_map; ///< slot -> communicator id; empty: slot is the communicator id
+  };
+  std::vector<Rank> ranks; ///< indexed by global rank
+
+  [[nodiscard]] int world_size() const { return static_cast<int>(ranks.size()); }
+  [[nodiscard]] const RankGraph& graph_of(int rank) const { return *graphs[ranks[rank].graph]; }
+  /// Global communicator id of `op` as rank `rank` runs it (-1 when the op has none or the slot is unknown).
+  [[nodiscard]] int communicator_of(int rank, const Op& op) const;
+  /// Global rank of a Send/Recv peer (-1 when out of range).
+  [[nodiscard]] int peer_global_rank(int rank, const Op& op) const;
+
+  /// Adds a communicator and returns its id.
+  int add_communicator(std::string name, GroupKind kind, std::vector<int> ranks);
+  /// Adds a program for one rank (identity slot map); ranks are added in order 0, 1, 2, ...
+  void add_rank(RankGraph graph);
+};
+
+/// Checks a workload: dependency ids in range, no cycles (through dependencies and stream order), communicators
+/// and peers that exist, ranks that are members of the communicators they use, non-negative sizes, sends matched
+/// by receives, and every member rank of a communicator issuing the same collectives (kind, size, root) in the same
+/// order. Returns every problem found (at most `max_problems`), each naming file, rank and node.
+std::vector<InputError> find_problems(const Workload& w, std::size_t max_problems = 32);
+/// Throws the first problem find_problems() reports.
+void validate(const Workload& w);
+
+/// Summary counts, for reports and tests.
+struct OpCounts {
+  std::size_t compute = 0, collective = 0, send = 0, recv = 0, memcpy = 0, deps = 0;
+  [[nodiscard]] std::size_t total() const { return compute + collective + send + recv + memcpy; }
+};
+OpCounts count_ops(const RankGraph& g);
+
+} // namespace railyard::workloads
