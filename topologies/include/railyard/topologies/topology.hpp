@@ -128,11 +128,46 @@ public:
   void write_dot(std::ostream& out) const;
 
 private:
+  static constexpr LinkId kNoLink = static_cast<LinkId>(-1);
+
+  /// The links a route starts and ends with, per GPU, looked up instead of searched.
+  struct GpuLinks {
+    LinkId to_nvswitch = kNoLink, from_nvswitch = kNoLink; ///< GPU -> NVSwitch, NVSwitch -> GPU
+    LinkId to_nic = kNoLink, from_nic = kNoLink;           ///< GPU -> NIC, NIC -> GPU (PCIe)
+    LinkId nic_up = kNoLink, nic_down = kNoLink;           ///< NIC -> leaf, leaf -> NIC
+    int leaf = -1;                                         ///< dense leaf index of the GPU's NIC, -1 if none
+  };
+
+  void build_tables();
+  [[nodiscard]] bool below(int sw, int leaf) const { return (below_[sw * words_ + leaf / 64] >> (leaf % 64)) & 1U; }
+  [[nodiscard]] bool reaches(int sw, int leaf) const
+  {
+    return (reach_[sw * words_ + leaf / 64] >> (leaf % 64)) & 1U;
+  }
+  /// Calls visit(link, next_switch) for every link out of switch `sw` that starts a shortest up*/down* continuation
+  /// towards `leaf`, in link-id order, the same order for route() and all_paths(). Returns how many there were.
+  template <class Visit>
+  int for_each_next(int sw, int leaf, Visit&& visit) const;
+  [[nodiscard]] int relay_gpu(int src, int dst, bool pxn) const;
+  void append_paths(int sw, int dst, Path& prefix, std::vector<Path>& out, std::size_t limit) const;
+
   ClusterSpec spec_;
   Graph graph_;
   std::vector<Graph::edge_descriptor> links_;
   std::vector<VertexId> gpu_vertices_;
   std::vector<VertexId> nic_vertices_;
+
+  // Routing tables (see build_tables): switches are numbered densely, leaves first.
+  std::vector<GpuLinks> gpu_links_;
+  std::vector<int> switch_of_vertex_;     ///< vertex -> dense switch index, -1 for GPUs, NICs and NVSwitches
+  std::vector<VertexId> switch_vertices_; ///< dense switch index -> vertex
+  int num_leaves_ = 0;
+  std::vector<std::size_t> up_begin_, down_begin_; ///< per switch, offsets into up_links_ / down_links_
+  std::vector<LinkId> up_links_, down_links_;      ///< switch-to-switch links going up / down, by link id
+  std::vector<int> link_target_switch_;            ///< link -> dense switch index of its target, -1 if none
+  std::size_t words_ = 0;                          ///< 64-bit words in one set of leaves
+  std::vector<std::uint64_t> below_; ///< per switch: leaves it reaches going only down (a leaf: itself)
+  std::vector<std::uint64_t> reach_; ///< per switch: leaves it reaches going up any number of tiers, then down
 };
 
 /// Builds the graph a spec describes. Impossible clusters (more NICs than the fabric has ports, a rail-only

@@ -1,0 +1,138 @@
+// ECMP behaviour of route(): deterministic for equal arguments, sensitive to the seed, and spreading flow keys evenly.
+// The even-spread checks use the binomial distribution: with n keys and u equally likely choices, each choice's
+// count has mean n/u and standard deviation sqrt(n (1/u)(1 - 1/u)); a fair hash stays within 5 sigma (a false
+// alarm has probability below 1e-6 per count).
+#include "topo_test_util.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+using namespace railyard;
+using namespace railyard::topo;
+using namespace railyard::topo::testing;
+
+namespace {
+
+const char* kLeafSpine = "cluster:\n  kind: fat_tree\n  nodes: 16\n  gpus_per_node: 8\n"
+                         "  fabric: {leaf_downlinks: 32, oversubscription: 2}\n";
+
+void expect_binomial_spread(const std::map<Path, int>& counts, int n, int choices)
+{
+  EXPECT_EQ(static_cast<int>(counts.size()), choices);
+  const double p = 1.0 / choices;
+  const double mean = n * p;
+  const double sigma = std::sqrt(n * p * (1 - p));
+  int total = 0;
+  for (const auto& [path, c] : counts) {
+    EXPECT_LE(std::abs(c - mean), 5 * sigma) << "count " << c << " vs mean " << mean;
+    total += c;
+  }
+  EXPECT_EQ(total, n);
+}
+
+} // namespace
+
+TEST(Routing, SameArgumentsSamePathAcrossInstances)
+{
+  const Topology a = build_from_yaml(kLeafSpine);
+  const Topology b = build_from_yaml(kLeafSpine);
+  for (std::uint64_t key = 0; key < 500; ++key) {
+    const Path p = a.route(0, 100, key, 17);
+    EXPECT_EQ(p, a.route(0, 100, key, 17));
+    EXPECT_EQ(p, b.route(0, 100, key, 17));
+  }
+}
+
+TEST(Routing, SeedChangesTheChoice)
+{
+  const Topology t = build_from_yaml(kLeafSpine);
+  int differ = 0;
+  for (std::uint64_t key = 0; key < 500; ++key)
+    differ += t.route(0, 100, key, 1) != t.route(0, 100, key, 2) ? 1 : 0;
+  // 16 spines: an unrelated seed keeps the same spine for about 1/16 of the keys.
+  EXPECT_GT(differ, 500 / 2);
+}
+
+TEST(Routing, FlowKeysSpreadOverAllUplinks)
+{
+  const Topology t = build_from_yaml(kLeafSpine);
+  const int uplinks = static_cast<int>(std::ceil(32 / 2.0));
+  const int n = 10000;
+  std::map<Path, int> counts;
+  for (int key = 0; key < n; ++key)
+    ++counts[t.route(0, 100, static_cast<std::uint64_t>(key), 12345)];
+  expect_binomial_spread(counts, n, uplinks);
+}
+
+TEST(Routing, HashesAtSuccessiveTiersAreIndependent)
+{
+  // k = 4 fat tree, hosts in different pods: (k/2) choices at the edge times (k/2) at the aggregation switch. If the
+  // two switches hashed alike, only k/2 of the (k/2)^2 paths would ever be used.
+  const int k = 4, hosts = k * k * k / 4;
+  const Topology t = build_from_yaml(fmt::format("cluster:\n  kind: fat_tree\n  nodes: {}\n  gpus_per_node: 1\n"
+                                                 "  node: {{nvswitch: false}}\n  fabric: {{tiers: 3, radix: {}}}\n",
+                                                 hosts, k));
+  const int n = 10000;
+  std::map<Path, int> counts;
+  for (int key = 0; key < n; ++key)
+    ++counts[t.route(0, hosts - 1, static_cast<std::uint64_t>(key), 9)];
+  expect_binomial_spread(counts, n, (k / 2) * (k / 2));
+}
+
+TEST(Routing, ConsecutiveKeysDoNotAlias)
+{
+  // Flow keys are often small consecutive integers (channel numbers): key and key + u must not land together.
+  const Topology t = build_from_yaml(kLeafSpine);
+  const int uplinks = 16;
+  int same = 0;
+  const int n = 4000;
+  for (int key = 0; key < n; ++key)
+    same += t.route(0, 100, key, 0) == t.route(0, 100, key + uplinks, 0) ? 1 : 0;
+  // Independent choices coincide with probability 1/u: mean n/u, binomial 5-sigma band.
+  const double p = 1.0 / uplinks;
+  EXPECT_LE(std::abs(same - n * p), 5 * std::sqrt(n * p * (1 - p)));
+}
+
+TEST(Routing, LatencyAndBandwidthOfAPath)
+{
+  const Topology t =
+      build_from_yaml("cluster:\n  kind: fat_tree\n  nodes: 16\n  nic: {bandwidth: 400 Gb/s, latency: 2 us}"
+                      "\n  fabric: {leaf_downlinks: 32, link_bandwidth: 100 Gb/s, link_latency: 0.5 us}\n");
+  const Path p = t.route(0, 127, 0, 0); // leaf 0 to leaf 3 through a spine
+  ASSERT_EQ(count_kind(t, p, LinkKind::LeafSpine), 2);
+  const ClusterSpec& s = t.spec();
+  EXPECT_NEAR(t.path_latency(p).value(), 2 * s.pcie_latency.value() + 2 * 2e-6 + 2 * 0.5e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(t.path_bandwidth(p).value(), 100e9 / 8);                   // the slowest hop: 100 Gb/s spine links
+  EXPECT_DOUBLE_EQ(t.path_bandwidth(t.route(0, 8, 0, 0)).value(), 400e9 / 8); // same leaf: the NIC
+}
+
+TEST(Routing, LinkIdsAndNamesAreDenseAndPaired)
+{
+  const Topology t = build_from_yaml(kLeafSpine);
+  std::map<std::size_t, int> per_cable;
+  for (LinkId id = 0; id < t.num_links(); ++id) {
+    EXPECT_EQ(t.link(id).id, id);
+    ++per_cable[t.link(id).cable];
+    const std::string name = t.link_name(id);
+    EXPECT_EQ(name, t.vertex(t.link_source(id)).name + "->" + t.vertex(t.link_target(id)).name);
+  }
+  for (const auto& [cable, n] : per_cable)
+    EXPECT_EQ(n, 2) << "cable " << cable;
+  EXPECT_EQ(per_cable.size() * 2, t.num_links());
+  std::set<std::string> names;
+  for (VertexId v = 0; v < t.num_vertices(); ++v)
+    EXPECT_TRUE(names.insert(t.vertex(v).name).second) << t.vertex(v).name;
+}
+
+TEST(Routing, GpuIndicesOutsideTheClusterAreRejected)
+{
+  const Topology t = build_from_yaml(kLeafSpine);
+  EXPECT_THROW((void)t.route(0, 128, 0, 0), std::out_of_range);
+  EXPECT_THROW((void)t.route(-1, 3, 0, 0), std::out_of_range);
+  EXPECT_THROW((void)t.gpu_vertex(128), std::out_of_range);
+}

@@ -1,0 +1,167 @@
+// build_topology: turns a validated ClusterSpec into the graph. Vertices are added node by node (GPUs, NICs,
+// NVSwitch), then leaves, spines or aggregation switches, cores; cables in the same order (inside the nodes, NIC to
+// leaf, leaf up, spine up), so vertex indices, link ids and names depend only on the spec.
+#include "spec_rules.hpp"
+
+#include <fmt/format.h>
+
+namespace railyard::topo {
+namespace {
+
+class GraphBuilder {
+public:
+  explicit GraphBuilder(const ClusterSpec& spec) : spec_(spec) {}
+
+  VertexId add_vertex(VertexKind kind, int tier, int node, int local, int group, std::string name)
+  {
+    return boost::add_vertex(Vertex{kind, tier, node, local, group, std::move(name)}, graph_);
+  }
+
+  // One cable: the direction from `a` to `b` gets the even id, the way back the odd one.
+  void add_cable(VertexId a, VertexId b, LinkKind kind, BytesPerSec bandwidth, Seconds latency)
+  {
+    boost::add_edge(a, b, Link{kind, bandwidth, latency, 2 * cables_, cables_}, graph_);
+    boost::add_edge(b, a, Link{kind, bandwidth, latency, 2 * cables_ + 1, cables_}, graph_);
+    ++cables_;
+  }
+
+  Graph& graph() { return graph_; }
+
+private:
+  const ClusterSpec& spec_;
+  Graph graph_;
+  std::size_t cables_ = 0;
+};
+
+} // namespace
+
+Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
+{
+  if (auto problem = detail::find_problem(spec)) {
+    InputLocation at = where;
+    at.field = where.field.empty() ? problem->field : where.field + "." + problem->field;
+    throw InputError(at, problem->rule, problem->fix);
+  }
+
+  GraphBuilder b(spec);
+  const int gpn = spec.gpus_per_node;
+  const int nics = spec.gpus();
+
+  // Leaf of each NIC (index into `leaves`) and the group (pod or scalable unit) of each leaf, decided first so that
+  // GPUs and NICs can carry their leaf's group.
+  std::vector<int> leaf_of_nic(nics, -1);
+  std::vector<int> leaf_group;
+  std::vector<int> leaf_rail;
+  const int half = spec.radix / 2;
+  const bool three_tier = spec.kind == ClusterKind::FatTree && spec.tiers == 3;
+  int pods = 0;
+  switch (spec.kind) {
+  case ClusterKind::SingleNode:
+    break;
+  case ClusterKind::FatTree:
+    if (three_tier) {
+      // Al-Fares et al. 2008: each pod has k/2 edge switches of k/2 host ports. Pods are built whole.
+      pods = static_cast<int>(detail::ceil_div(nics, static_cast<long long>(half) * half));
+      for (int e = 0; e < pods * half; ++e) {
+        leaf_group.push_back(e / half);
+        leaf_rail.push_back(-1);
+      }
+      for (int i = 0; i < nics; ++i)
+        leaf_of_nic[i] = i / half;
+    } else {
+      const int leaves = static_cast<int>(detail::ceil_div(nics, spec.leaf_downlinks));
+      leaf_group.assign(leaves, -1);
+      leaf_rail.assign(leaves, -1);
+      for (int i = 0; i < nics; ++i)
+        leaf_of_nic[i] = i / spec.leaf_downlinks;
+    }
+    break;
+  case ClusterKind::RailOptimized: {
+    // A scalable unit holds leaf_downlinks nodes and one leaf per rail; rail r of every node in it meets on one leaf.
+    const int units = static_cast<int>(detail::ceil_div(spec.nodes, spec.leaf_downlinks));
+    for (int su = 0; su < units; ++su)
+      for (int r = 0; r < gpn; ++r) {
+        leaf_group.push_back(su);
+        leaf_rail.push_back(r);
+      }
+    for (int i = 0; i < nics; ++i)
+      leaf_of_nic[i] = (i / gpn) / spec.leaf_downlinks * gpn + i % gpn;
+    break;
+  }
+  case ClusterKind::RailOnly:
+    for (int r = 0; r < gpn; ++r) {
+      leaf_group.push_back(-1);
+      leaf_rail.push_back(r);
+    }
+    for (int i = 0; i < nics; ++i)
+      leaf_of_nic[i] = i % gpn;
+    break;
+  }
+
+  // Vertices: per node GPUs, NICs, NVSwitch; then the fabric switches tier by tier.
+  std::vector<VertexId> gpu_v(nics), nic_v(nics);
+  std::vector<VertexId> nvsw_v(spec.nodes, 0);
+  for (int n = 0; n < spec.nodes; ++n) {
+    for (int l = 0; l < gpn; ++l) {
+      const int i = n * gpn + l;
+      const int group = leaf_of_nic[i] >= 0 ? leaf_group[leaf_of_nic[i]] : -1;
+      gpu_v[i] = b.add_vertex(VertexKind::Gpu, 0, n, l, group, fmt::format("gpu{}.{}", n, l));
+    }
+    for (int l = 0; l < gpn; ++l) {
+      const int i = n * gpn + l;
+      const int group = leaf_of_nic[i] >= 0 ? leaf_group[leaf_of_nic[i]] : -1;
+      nic_v[i] = b.add_vertex(VertexKind::Nic, 0, n, l, group, fmt::format("nic{}.{}", n, l));
+    }
+    if (spec.nvswitch) nvsw_v[n] = b.add_vertex(VertexKind::NvSwitch, 0, n, -1, -1, fmt::format("nvsw{}", n));
+  }
+  std::vector<VertexId> leaf_v(leaf_group.size());
+  for (size_t l = 0; l < leaf_group.size(); ++l)
+    leaf_v[l] = b.add_vertex(VertexKind::Leaf, 1, -1, leaf_rail[l], leaf_group[l], fmt::format("leaf{}", l));
+
+  const int uplinks = detail::leaf_uplinks(spec);
+  std::vector<VertexId> tier2_v;
+  std::vector<VertexId> core_v;
+  if (three_tier) {
+    // Edge oversubscription removes aggregation switches: each pod keeps `uplinks` of its k/2, each wired to every
+    // edge of the pod, and only the cores above the kept ones remain.
+    for (int p = 0; p < pods; ++p)
+      for (int a = 0; a < uplinks; ++a)
+        tier2_v.push_back(b.add_vertex(VertexKind::Spine, 2, -1, -1, p, fmt::format("agg{}", p * uplinks + a)));
+    for (int c = 0; c < uplinks * half; ++c)
+      core_v.push_back(b.add_vertex(VertexKind::Core, 3, -1, -1, -1, fmt::format("core{}", c)));
+  } else if (spec.kind == ClusterKind::FatTree || spec.kind == ClusterKind::RailOptimized) {
+    for (int s = 0; s < uplinks; ++s)
+      tier2_v.push_back(b.add_vertex(VertexKind::Spine, 2, -1, -1, -1, fmt::format("spine{}", s)));
+  }
+
+  // Cables inside the nodes (NVLink and PCIe), then NIC to leaf, then leaf up, then aggregation to core.
+  for (int i = 0; i < nics; ++i) {
+    if (spec.nvswitch)
+      b.add_cable(gpu_v[i], nvsw_v[i / gpn], LinkKind::NvLink, spec.nvlink_bandwidth, spec.nvlink_latency);
+    b.add_cable(gpu_v[i], nic_v[i], LinkKind::Pcie, spec.pcie_bandwidth, spec.pcie_latency);
+  }
+  for (int i = 0; i < nics; ++i)
+    if (leaf_of_nic[i] >= 0)
+      b.add_cable(nic_v[i], leaf_v[leaf_of_nic[i]], LinkKind::NicLeaf, spec.nic_bandwidth, spec.nic_latency);
+  if (three_tier) {
+    for (size_t e = 0; e < leaf_v.size(); ++e) {
+      const int pod = static_cast<int>(e) / half;
+      for (int a = 0; a < uplinks; ++a)
+        b.add_cable(leaf_v[e], tier2_v[pod * uplinks + a], LinkKind::LeafSpine, spec.fabric_bandwidth,
+                    spec.fabric_latency);
+    }
+    // Aggregation switch a of every pod connects to cores a*(k/2) .. a*(k/2)+k/2-1.
+    for (int p = 0; p < pods; ++p)
+      for (int a = 0; a < uplinks; ++a)
+        for (int j = 0; j < half; ++j)
+          b.add_cable(tier2_v[p * uplinks + a], core_v[a * half + j], LinkKind::SpineCore, spec.fabric_bandwidth,
+                      spec.fabric_latency);
+  } else {
+    for (VertexId leaf : leaf_v)
+      for (VertexId spine : tier2_v)
+        b.add_cable(leaf, spine, LinkKind::LeafSpine, spec.fabric_bandwidth, spec.fabric_latency);
+  }
+  return Topology(spec, std::move(b.graph()));
+}
+
+} // namespace railyard::topo
