@@ -1,0 +1,127 @@
+// `railyard topo describe FILE`: builds the cluster of a scenario and prints what it is made of and what it can carry.
+#include "commands.hpp"
+
+#include "railyard/common/error.hpp"
+#include "railyard/common/yaml.hpp"
+#include "railyard/topologies/topology.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace railyard::cli {
+namespace {
+
+struct DescribeOptions {
+  std::string scenario;
+  std::string dot;
+  bool json = false;
+};
+
+std::string ratio(double r)
+{
+  return fmt::format("{:.4g}:1", r);
+}
+
+void print_table(const topo::ClusterSpec& spec, const topo::TopologySummary& s, std::ostream& out)
+{
+  std::vector<std::pair<std::string, std::string>> rows;
+  rows.emplace_back("cluster",
+                    fmt::format("{}, {} nodes x {} GPUs", topo::to_string(spec.kind), spec.nodes, spec.gpus_per_node));
+  rows.emplace_back("GPUs", std::to_string(s.gpus));
+  rows.emplace_back("NICs", fmt::format("{} x {}", s.nics, format_bandwidth(spec.nic_bandwidth)));
+  rows.emplace_back("NVSwitches", std::to_string(s.nvswitches));
+  for (const auto& [tier, count] : s.switches_by_tier)
+    rows.emplace_back(tier + " switches", std::to_string(count));
+  rows.emplace_back("directed links", std::to_string(s.links));
+  rows.emplace_back("cables outside nodes", std::to_string(s.cables));
+  rows.emplace_back("optics (transceivers)", std::to_string(s.optics));
+  rows.emplace_back("bisection bandwidth", format_bandwidth(s.bisection));
+  rows.emplace_back("full bisection", format_bandwidth(s.full_bisection));
+  if (s.full_bisection.value() > 0)
+    rows.emplace_back("bisection / full", fmt::format("{:.4g}", s.bisection / s.full_bisection));
+  rows.emplace_back("leaf oversubscription", ratio(s.oversubscription));
+
+  std::size_t width = 0;
+  for (const auto& row : rows)
+    width = std::max(width, row.first.size());
+  for (const auto& [name, value] : rows)
+    out << fmt::format("{:<{}}  {}\n", name, width, value);
+}
+
+nlohmann::ordered_json to_json(const topo::ClusterSpec& spec, const topo::TopologySummary& s)
+{
+  nlohmann::ordered_json j;
+  j["kind"] = topo::to_string(spec.kind);
+  j["nodes"] = s.nodes;
+  j["gpus_per_node"] = spec.gpus_per_node;
+  j["gpus"] = s.gpus;
+  j["nics"] = s.nics;
+  j["nvswitches"] = s.nvswitches;
+  nlohmann::ordered_json switches = nlohmann::ordered_json::object();
+  for (const auto& [tier, count] : s.switches_by_tier)
+    switches[tier] = count;
+  j["switches"] = switches;
+  j["links"] = s.links;
+  j["cables"] = s.cables;
+  j["optics"] = s.optics;
+  j["nic_bandwidth_bytes_per_s"] = spec.nic_bandwidth.value();
+  j["bisection_bytes_per_s"] = s.bisection.value();
+  j["full_bisection_bytes_per_s"] = s.full_bisection.value();
+  j["oversubscription"] = s.oversubscription;
+  return j;
+}
+
+int describe(const DescribeOptions& o)
+{
+  const YamlNode cluster = YamlNode::load_file(o.scenario).at("cluster");
+  const topo::ClusterSpec spec = topo::parse_cluster(cluster);
+  const topo::Topology topology = topo::build_topology(spec, cluster.where());
+  // Open the DOT file before printing anything, so that a bad path fails without a half-done run.
+  std::ofstream dot;
+  const auto cannot_write = [&] {
+    return InputError({o.dot, 0, "--dot"}, "cannot write the DOT file", "check that its folder exists and is writable");
+  };
+  if (!o.dot.empty()) {
+    dot.open(o.dot);
+    if (!dot) throw cannot_write();
+  }
+  const topo::TopologySummary s = topology.summary();
+  if (o.json)
+    std::cout << to_json(spec, s).dump(2) << "\n";
+  else
+    print_table(spec, s, std::cout);
+  if (!o.dot.empty()) {
+    topology.write_dot(dot);
+    dot.close();
+    if (!dot) throw cannot_write();
+    if (!o.json) std::cout << "wrote " << o.dot << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+void add_topo_command(CLI::App& app, Action* action)
+{
+  CLI::App* topo = app.add_subcommand("topo", "Inspect the cluster topology of a scenario");
+  topo->require_subcommand(1);
+  auto opts = std::make_shared<DescribeOptions>();
+  CLI::App* cmd = topo->add_subcommand(
+      "describe", "Build the cluster of a scenario's `cluster:` section (other sections are ignored) and print its "
+                  "GPUs, NICs, switches per tier, links, cables and optics outside the nodes, bisection bandwidth "
+                  "(a max flow from the NICs of the first half of the nodes to those of the second half), the full "
+                  "bisection a non-blocking fabric would give, and the leaf oversubscription");
+  cmd->add_option("FILE", opts->scenario, "scenario YAML file")->required();
+  cmd->add_option("--dot", opts->dot, "also write the graph in Graphviz DOT to this file (one edge per cable)");
+  cmd->add_flag("--json", opts->json, "print the summary as JSON (bandwidths in bytes per second) instead of a table");
+  cmd->callback([opts, action] { *action = [opts] { return describe(*opts); }; });
+}
+
+} // namespace railyard::cli
