@@ -164,7 +164,8 @@ private:
 
 /// Everything one training step does on every rank.
 struct Workload {
-  std::string source; ///< what it was read or generated from, for reports
+  std::string source;             ///< what it was read or generated from, for reports
+  std::vector<std::string> notes; ///< what a reader assumed or left out (unknown sizes, partial rank sets, ...)
   std::vector<Communicator> communicators;
   std::vector<std::shared_ptr<const RankGraph>> graphs; ///< distinct programs
   struct Rank {

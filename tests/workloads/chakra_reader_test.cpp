@@ -1,0 +1,315 @@
+// The Chakra reader on the real traces in shared/traces/chakra_et (provenance in its README.md). Expected counts
+// come from decoding the same files here with the generated protobuf classes, and from the README's description.
+#include "railyard/workloads/readers.hpp"
+
+#include "et_def.pb.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace railyard;
+using namespace railyard::workloads;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kChakra = std::string(RAILYARD_SHARED_DIR) + "/traces/chakra_et";
+
+std::string slurp(const std::string& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Decodes a length-delimited ET file with the generated classes: metadata, then nodes.
+struct Decoded {
+  ChakraProtoMsg::GlobalMetadata meta;
+  std::vector<ChakraProtoMsg::Node> nodes;
+};
+
+Decoded decode(const std::string& bytes)
+{
+  Decoded d;
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream in(&raw);
+  bool first = true;
+  std::uint32_t len = 0;
+  while (in.ReadVarint32(&len)) {
+    auto limit = in.PushLimit(static_cast<int>(len));
+    if (first)
+      EXPECT_TRUE(d.meta.ParseFromCodedStream(&in));
+    else {
+      d.nodes.emplace_back();
+      EXPECT_TRUE(d.nodes.back().ParseFromCodedStream(&in));
+    }
+    in.PopLimit(limit);
+    first = false;
+  }
+  return d;
+}
+
+std::string encode(const Decoded& d)
+{
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream raw(&out);
+    google::protobuf::io::CodedOutputStream cos(&raw);
+    cos.WriteVarint32(static_cast<std::uint32_t>(d.meta.ByteSizeLong()));
+    d.meta.SerializeToCodedStream(&cos);
+    for (const auto& n : d.nodes) {
+      cos.WriteVarint32(static_cast<std::uint32_t>(n.ByteSizeLong()));
+      n.SerializeToCodedStream(&cos);
+    }
+  }
+  return out;
+}
+
+std::map<int, int> type_counts(const std::string& path)
+{
+  std::map<int, int> c;
+  for (const auto& n : decode(slurp(path)).nodes)
+    ++c[n.type()];
+  return c;
+}
+
+std::int64_t int_attr(const ChakraProtoMsg::Node& n, const std::string& name)
+{
+  for (const auto& a : n.attr())
+    if (a.name() == name) return a.has_int64_val() ? a.int64_val() : a.int32_val();
+  return -1;
+}
+
+// A temporary folder with copies of a trace set, removed at the end of the test.
+struct TempTraceDir {
+  fs::path dir;
+  explicit TempTraceDir(const std::string& name)
+  {
+    dir = fs::temp_directory_path() / ("railyard_chakra_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~TempTraceDir() { fs::remove_all(dir); }
+  void copy_set(const std::string& src_dir, const std::string& base, int ranks)
+  {
+    for (int r = 0; r < ranks; ++r)
+      fs::copy_file(src_dir + "/" + base + "." + std::to_string(r) + ".et",
+                    dir / (base + "." + std::to_string(r) + ".et"));
+  }
+  void write(const std::string& name, const std::string& bytes)
+  {
+    std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+};
+
+bool has(const std::string& text, const std::string& part)
+{
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST(ChakraReader, MicrobenchAllReduceHasOneAllReducePerRank)
+{
+  const std::string dir = kChakra + "/astrasim_microbench_all_reduce_8npus_1MB";
+  Workload w = read_chakra(dir + "/all_reduce");
+  ASSERT_EQ(w.world_size(), 8); // all_reduce.0.et .. all_reduce.7.et
+  for (int r = 0; r < 8; ++r) {
+    Decoded d = decode(slurp(dir + "/all_reduce." + std::to_string(r) + ".et"));
+    ASSERT_EQ(d.nodes.size(), 1u);
+    const RankGraph& g = w.graph_of(r);
+    OpCounts c = count_ops(g);
+    EXPECT_EQ(c.total(), d.nodes.size());
+    ASSERT_EQ(c.collective, 1u);
+    const Op& op = g.op(0);
+    EXPECT_EQ(op.collective(), CollectiveKind::AllReduce);
+    // README: comm_size 1,048,576 bytes = 1 MiB; Chakra's comm_size is used as the nccl-tests size unchanged.
+    EXPECT_DOUBLE_EQ(op.bytes.value(), static_cast<double>(int_attr(d.nodes[0], "comm_size")));
+    EXPECT_DOUBLE_EQ(op.bytes.value(), 1024.0 * 1024.0);
+    EXPECT_EQ(w.communicators[w.communicator_of(r, op)].ranks.size(), 8u); // no pg_name: the world
+  }
+}
+
+TEST(ChakraReader, CustomRingHasSendsRecvsAndComputes)
+{
+  const std::string dir = kChakra + "/astrasim_custom_ring_allreduce_8npus_1MB";
+  Workload w = read_chakra(dir + "/custom_allreduce.0.et"); // a file name works as well as the prefix
+  ASSERT_EQ(w.world_size(), 8);
+  for (int r = 0; r < 8; ++r) {
+    auto types = type_counts(dir + "/custom_allreduce." + std::to_string(r) + ".et");
+    OpCounts c = count_ops(w.graph_of(r));
+    EXPECT_EQ(c.send, static_cast<std::size_t>(types[ChakraProtoMsg::COMM_SEND_NODE]));
+    EXPECT_EQ(c.recv, static_cast<std::size_t>(types[ChakraProtoMsg::COMM_RECV_NODE]));
+    EXPECT_EQ(c.compute, static_cast<std::size_t>(types[ChakraProtoMsg::COMP_NODE]));
+    // The README's numbers: a ring all-reduce on 8 ranks is 2(n-1) = 14 steps, each a send and a receive, with a
+    // reduction after each of the n-1 = 7 reduce-scatter receives.
+    EXPECT_EQ(c.send, 14u);
+    EXPECT_EQ(c.recv, 14u);
+    EXPECT_EQ(c.compute, 7u);
+    const RankGraph& g = w.graph_of(r);
+    for (OpId i = 0; i < g.size(); ++i) {
+      const Op& op = g.op(i);
+      if (op.kind == OpKind::Send) {
+        EXPECT_EQ(w.peer_global_rank(r, op), (r + 1) % 8); // a ring: send right
+      }
+      if (op.kind == OpKind::Recv) {
+        EXPECT_EQ(w.peer_global_rank(r, op), (r + 7) % 8); // receive from the left
+      }
+      if (op.kind != OpKind::Compute) {
+        EXPECT_DOUBLE_EQ(op.bytes.value(), 1024.0 * 1024.0 / 8.0); // 1 MiB split into 8 chunks = 131,072
+      }
+    }
+  }
+}
+
+TEST(ChakraReader, T3dUsesCommGroupsFromJson)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  Workload w = read_chakra(dir + "/trace");
+  ASSERT_EQ(w.world_size(), 8);
+  // comm_group.json has 12 groups (3 dimensions x 4 pairs), plus the world communicator every Chakra load has.
+  EXPECT_EQ(w.communicators.size(), 13u);
+  for (int r = 0; r < 8; ++r) {
+    Decoded d = decode(slurp(dir + "/trace." + std::to_string(r) + ".et"));
+    OpCounts c = count_ops(w.graph_of(r));
+    EXPECT_EQ(c.collective, 3u);
+    EXPECT_EQ(c.compute, 2u); // two 100 us computes between the three all-reduces
+    const RankGraph& g = w.graph_of(r);
+    int dims = 0;
+    for (OpId i = 0; i < g.size(); ++i) {
+      const Op& op = g.op(i);
+      if (op.kind == OpKind::Compute) {
+        ASSERT_TRUE(g.measured_duration(i));
+        EXPECT_DOUBLE_EQ(g.measured_duration(i)->value(), 100e-6); // duration_micros 100
+        continue;
+      }
+      const Communicator& comm = w.communicators[w.communicator_of(r, op)];
+      ASSERT_EQ(comm.ranks.size(), 2u);
+      // A 2x2x2 torus: the partner differs from r in exactly one bit, a different bit for each all-reduce.
+      int partner = comm.ranks[0] == r ? comm.ranks[1] : comm.ranks[0];
+      int diff = partner ^ r;
+      EXPECT_TRUE(diff == 1 || diff == 2 || diff == 4) << "rank " << r << " partner " << partner;
+      dims |= diff;
+    }
+    EXPECT_EQ(dims, 7) << "rank " << r << " must all-reduce along X, Y and Z";
+    EXPECT_EQ(d.nodes.size(), g.size());
+  }
+}
+
+TEST(ChakraReader, TruncatedFileNamesByteOffset)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  TempTraceDir t("truncated");
+  t.copy_set(dir, "trace", 8);
+  std::string bytes = slurp(dir + "/trace.5.et");
+  // Cut inside the last node: its length prefix then points past the end of the file.
+  t.write("trace.5.et", bytes.substr(0, bytes.size() - 3));
+  try {
+    read_chakra((t.dir / "trace").string(), ChakraOptions{dir + "/comm_group.json"});
+    FAIL() << "a truncated file must not load";
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(has(msg, "truncated protobuf")) << msg;
+    EXPECT_TRUE(has(msg, "trace.5.et")) << msg;
+    EXPECT_TRUE(has(msg, "rank 5")) << msg;
+    EXPECT_TRUE(has(msg, "byte offset")) << msg;
+    EXPECT_TRUE(has(msg, "after node 4")) << msg; // the last complete node before the cut
+  }
+}
+
+TEST(ChakraReader, RanksDisagreeingOnACollective)
+{
+  const std::string dir = kChakra + "/astrasim_microbench_all_reduce_8npus_1MB";
+  TempTraceDir t("disagree");
+  t.copy_set(dir, "all_reduce", 8);
+  Decoded d = decode(slurp(dir + "/all_reduce.3.et"));
+  for (auto& a : *d.nodes[0].mutable_attr())
+    if (a.name() == "comm_size") a.set_int64_val(2 * 1048576);
+  t.write("all_reduce.3.et", encode(d));
+  try {
+    read_chakra((t.dir / "all_reduce").string());
+    FAIL() << "disagreeing ranks must not load";
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(has(msg, "ranks disagree on a collective")) << msg;
+    EXPECT_TRUE(has(msg, "all_reduce.3.et")) << msg;
+    EXPECT_EQ(e.where().field, "rank 3 node " + std::to_string(d.nodes[0].id()));
+  }
+}
+
+TEST(ChakraReader, UnknownNodeType)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  TempTraceDir t("nodetype");
+  t.copy_set(dir, "trace", 8);
+  Decoded d = decode(slurp(dir + "/trace.2.et"));
+  d.nodes[1].set_type(static_cast<ChakraProtoMsg::NodeType>(42));
+  t.write("trace.2.et", encode(d));
+  try {
+    read_chakra((t.dir / "trace").string(), ChakraOptions{dir + "/comm_group.json"});
+    FAIL();
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(has(msg, "unknown node type 42")) << msg;
+    EXPECT_TRUE(has(msg, "trace.2.et")) << msg;
+    EXPECT_EQ(e.where().field, "rank 2 node " + std::to_string(d.nodes[1].id()));
+  }
+}
+
+TEST(ChakraReader, DanglingDependencyAndCycle)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  {
+    TempTraceDir t("dangling");
+    t.copy_set(dir, "trace", 8);
+    Decoded d = decode(slurp(dir + "/trace.0.et"));
+    d.nodes[2].add_data_deps(99);
+    t.write("trace.0.et", encode(d));
+    try {
+      read_chakra((t.dir / "trace").string(), ChakraOptions{dir + "/comm_group.json"});
+      FAIL();
+    } catch (const InputError& e) {
+      EXPECT_TRUE(has(e.what(), "depends on node 99")) << e.what();
+      EXPECT_EQ(e.where().field, "rank 0 node " + std::to_string(d.nodes[2].id()));
+    }
+  }
+  {
+    TempTraceDir t("cycle");
+    t.copy_set(dir, "trace", 8);
+    Decoded d = decode(slurp(dir + "/trace.0.et"));
+    d.nodes[0].add_data_deps(d.nodes[4].id()); // node 1 now waits for node 5, which waits (through 2..4) for node 1
+    t.write("trace.0.et", encode(d));
+    try {
+      read_chakra((t.dir / "trace").string(), ChakraOptions{dir + "/comm_group.json"});
+      FAIL();
+    } catch (const InputError& e) {
+      std::string msg = e.what();
+      EXPECT_TRUE(has(msg, "dependency cycle")) << msg;
+      for (int id = 1; id <= 5; ++id)
+        EXPECT_TRUE(has(msg, "node " + std::to_string(id))) << msg;
+      EXPECT_TRUE(has(e.where().field, "rank 0 node")) << e.where().field;
+    }
+  }
+}
+
+TEST(ChakraReader, UnknownProcessGroup)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  TempTraceDir t("nogroups"); // no comm_group.json next to the copies, none given
+  t.copy_set(dir, "trace", 8);
+  try {
+    read_chakra((t.dir / "trace").string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "pg_name '0' names no known communicator")) << e.what();
+    EXPECT_EQ(e.where().field, "rank 0 node 1");
+  }
+}
