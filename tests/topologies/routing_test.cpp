@@ -136,3 +136,52 @@ TEST(Routing, GpuIndicesOutsideTheClusterAreRejected)
   EXPECT_THROW((void)t.route(-1, 3, 0, 0), std::out_of_range);
   EXPECT_THROW((void)t.gpu_vertex(128), std::out_of_range);
 }
+
+TEST(Routing, SeveralDownCandidatesAreHashedToo)
+{
+  // A hand-made graph where the way down is not unique: leaf0 climbs through agg2 to core0, which can descend to
+  // leaf1 through agg0 or agg1. Up*/down* must offer both and the hash must use both.
+  ClusterSpec spec;
+  spec.kind = ClusterKind::FatTree;
+  spec.nodes = 2;
+  spec.gpus_per_node = 1;
+  spec.nvswitch = false;
+  Graph g;
+  auto vertex = [&](VertexKind k, int tier, int node, const char* name) {
+    return boost::add_vertex(Vertex{k, tier, node, node >= 0 ? 0 : -1, -1, name}, g);
+  };
+  const auto gpu0 = vertex(VertexKind::Gpu, 0, 0, "gpu0.0"), nic0 = vertex(VertexKind::Nic, 0, 0, "nic0.0");
+  const auto gpu1 = vertex(VertexKind::Gpu, 0, 1, "gpu1.0"), nic1 = vertex(VertexKind::Nic, 0, 1, "nic1.0");
+  const auto leaf0 = vertex(VertexKind::Leaf, 1, -1, "leaf0"), leaf1 = vertex(VertexKind::Leaf, 1, -1, "leaf1");
+  const auto agg0 = vertex(VertexKind::Spine, 2, -1, "agg0"), agg1 = vertex(VertexKind::Spine, 2, -1, "agg1");
+  const auto agg2 = vertex(VertexKind::Spine, 2, -1, "agg2"), core0 = vertex(VertexKind::Core, 3, -1, "core0");
+  std::size_t cable = 0;
+  auto connect = [&](VertexId a, VertexId b, LinkKind k) {
+    boost::add_edge(a, b, Link{k, units::GBps(50), units::us(1), 2 * cable, cable}, g);
+    boost::add_edge(b, a, Link{k, units::GBps(50), units::us(1), 2 * cable + 1, cable}, g);
+    ++cable;
+  };
+  connect(gpu0, nic0, LinkKind::Pcie);
+  connect(gpu1, nic1, LinkKind::Pcie);
+  connect(nic0, leaf0, LinkKind::NicLeaf);
+  connect(nic1, leaf1, LinkKind::NicLeaf);
+  connect(leaf0, agg2, LinkKind::LeafSpine);
+  connect(leaf1, agg0, LinkKind::LeafSpine);
+  connect(leaf1, agg1, LinkKind::LeafSpine);
+  connect(agg0, core0, LinkKind::SpineCore);
+  connect(agg1, core0, LinkKind::SpineCore);
+  connect(agg2, core0, LinkKind::SpineCore);
+  const Topology t(spec, std::move(g));
+
+  const auto paths = t.all_paths(0, 1);
+  ASSERT_EQ(paths.size(), 2U);
+  for (const Path& p : paths) {
+    EXPECT_TRUE(is_walk(t, p, 0, 1));
+    EXPECT_EQ(p.size(), 8U); // GPU NIC leaf0 agg2 core0 agg0|agg1 leaf1 NIC GPU
+  }
+  const int n = 10000;
+  std::map<Path, int> counts;
+  for (int key = 0; key < n; ++key)
+    ++counts[t.route(0, 1, static_cast<std::uint64_t>(key), 5)];
+  expect_binomial_spread(counts, n, 2);
+}

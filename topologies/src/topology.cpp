@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <stdexcept>
 
@@ -150,6 +151,30 @@ void Topology::build_tables()
         below_[s * words_ + w] |= below_[t * words_ + w];
     }
   }
+  // Down links as runs of leaves, for the binary-search down hop.
+  run_begin_.assign(num_switches + 1, 0);
+  runs_.clear();
+  runs_disjoint_.assign(num_switches, 1);
+  for (std::size_t s = 0; s < num_switches; ++s) {
+    const std::size_t first = runs_.size();
+    for (std::size_t k = down_begin_[s]; k < down_begin_[s + 1]; ++k) {
+      const int t = link_target_switch_[down_links_[k]];
+      for (std::size_t w = 0; w < words_; ++w)
+        for (std::uint64_t bits = below_[t * words_ + w]; bits != 0; bits &= bits - 1) {
+          const int leaf = static_cast<int>(w * 64) + std::countr_zero(bits);
+          if (runs_.size() > first && runs_.back().link == down_links_[k] && runs_.back().leaf_end == leaf)
+            ++runs_.back().leaf_end;
+          else
+            runs_.push_back(DownRun{leaf, leaf + 1, down_links_[k], t});
+        }
+    }
+    std::sort(runs_.begin() + static_cast<std::ptrdiff_t>(first), runs_.end(),
+              [](const DownRun& a, const DownRun& b) { return a.leaf_begin < b.leaf_begin; });
+    for (std::size_t i = first + 1; i < runs_.size(); ++i)
+      if (runs_[i - 1].leaf_end > runs_[i].leaf_begin) runs_disjoint_[s] = 0;
+    run_begin_[s + 1] = runs_.size();
+  }
+
   for (std::size_t s = num_switches; s-- > 0;) {
     for (std::size_t w = 0; w < words_; ++w)
       reach_[s * words_ + w] = below_[s * words_ + w];
@@ -185,6 +210,16 @@ int Topology::for_each_next(int sw, int leaf, Visit&& visit) const
 {
   int n = 0;
   if (below(sw, leaf)) {
+    if (runs_disjoint_[sw]) {
+      const auto first = runs_.begin() + static_cast<std::ptrdiff_t>(run_begin_[sw]);
+      const auto last = runs_.begin() + static_cast<std::ptrdiff_t>(run_begin_[sw + 1]);
+      auto it = std::upper_bound(first, last, leaf, [](int l, const DownRun& r) { return l < r.leaf_begin; });
+      if (it != first && leaf < (--it)->leaf_end) {
+        visit(it->link, it->target);
+        return 1;
+      }
+      return 0;
+    }
     for (std::size_t k = down_begin_[sw]; k < down_begin_[sw + 1]; ++k) {
       const int t = link_target_switch_[down_links_[k]];
       if (below(t, leaf)) {

@@ -168,6 +168,18 @@ private:
   std::size_t words_ = 0;                          ///< 64-bit words in one set of leaves
   std::vector<std::uint64_t> below_; ///< per switch: leaves it reaches going only down (a leaf: itself)
   std::vector<std::uint64_t> reach_; ///< per switch: leaves it reaches going up any number of tiers, then down
+
+  /// A run of consecutive leaves [leaf_begin, leaf_end) below the target of one down link. Where a switch's runs do
+  /// not overlap (every tree-shaped fabric built here), the down hop towards a leaf is one binary search instead of
+  /// a scan of every down link (a spine over 512 leaves).
+  struct DownRun {
+    int leaf_begin = 0, leaf_end = 0;
+    LinkId link = kNoLink;
+    int target = -1;
+  };
+  std::vector<std::size_t> run_begin_; ///< per switch, offsets into runs_
+  std::vector<DownRun> runs_;          ///< per switch, sorted by leaf_begin
+  std::vector<char> runs_disjoint_;    ///< per switch: 1 when its runs do not overlap
 };
 
 /// Builds the graph a spec describes. Impossible clusters (more NICs than the fabric has ports, a rail-only
