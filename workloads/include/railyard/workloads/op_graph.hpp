@@ -190,7 +190,8 @@ struct Workload {
 /// Checks a workload: dependency ids in range, no cycles (through dependencies and stream order), communicators
 /// and peers that exist, ranks that are members of the communicators they use, non-negative sizes, sends matched
 /// by receives, and every member rank of a communicator issuing the same collectives (kind, size, root) in the same
-/// order. Returns every problem found (at most `max_problems`), each naming file, rank and node.
+/// order (all-to-all sizes may differ between ranks: alltoallv). Returns every problem found (at most `max_problems`),
+/// each naming file, rank and node.
 std::vector<InputError> find_problems(const Workload& w, std::size_t max_problems = 32);
 /// Throws the first problem find_problems() reports.
 void validate(const Workload& w);

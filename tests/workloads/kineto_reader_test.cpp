@@ -1,0 +1,296 @@
+// The Kineto reader on the real traces in shared/traces/kineto (provenance in shared/traces/README.md). Expected
+// counts and sizes are computed here from the same JSON with nlohmann-json, independently of the reader.
+#include "railyard/workloads/readers.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace railyard;
+using namespace railyard::workloads;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kKineto = std::string(RAILYARD_SHARED_DIR) + "/traces/kineto";
+const std::string kDlrm = kKineto + "/param_dlrm_8rank_v100/dlrm_kineto.tar.gz";
+const std::string kNcclData = kKineto + "/hta/nccl_parser_config/nccl_data.json.gz";
+const std::string kControl = kKineto + "/hta/trace_diff_control/control.json.gz";
+const std::string kSampled0 = kKineto + "/hta/trace_filter/sampled_rank-0.json.gz";
+const std::string kSampled1 = kKineto + "/hta/trace_filter/sampled_rank-1.json.gz";
+
+std::string gunzip(const std::string& path)
+{
+  gzFile f = gzopen(path.c_str(), "rb");
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0)
+    out.append(buf, n);
+  gzclose(f);
+  return out;
+}
+
+// rank -> JSON of every *.json member of a tar.gz (skipping macOS "._" files).
+std::map<int, json> untar(const std::string& path)
+{
+  std::map<int, json> out;
+  archive* a = archive_read_new();
+  archive_read_support_filter_all(a);
+  archive_read_support_format_all(a);
+  EXPECT_EQ(archive_read_open_filename(a, path.c_str(), 1 << 16), ARCHIVE_OK);
+  archive_entry* e;
+  while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+    std::string name = archive_entry_pathname(e);
+    std::string base = name.substr(name.find_last_of('/') + 1);
+    if (archive_entry_filetype(e) != AE_IFREG || base.rfind("._", 0) == 0 || name.size() < 5 ||
+        name.substr(name.size() - 5) != ".json") {
+      archive_read_data_skip(a);
+      continue;
+    }
+    std::string data;
+    char buf[1 << 16];
+    la_ssize_t n;
+    while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
+      data.append(buf, n);
+    json j = json::parse(data);
+    int rank = j["distributedInfo"]["rank"].get<int>();
+    out[rank] = std::move(j);
+  }
+  archive_read_free(a);
+  return out;
+}
+
+bool is_nccl_kernel(const json& e)
+{
+  std::string n = e.value("name", "");
+  return e.value("cat", "") == "kernel" && (n.rfind("ncclKernel", 0) == 0 || n.rfind("ncclDevKernel", 0) == 0);
+}
+
+struct Expected {
+  std::size_t kernels = 0, nccl = 0, memcpy = 0, memset = 0;
+  std::map<std::string, int> nccl_by_token; // "AllReduce" -> count
+};
+
+Expected count(const json& trace)
+{
+  Expected x;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    std::string cat = e.value("cat", "");
+    if (cat == "kernel") ++x.kernels;
+    if (cat == "gpu_memcpy") ++x.memcpy;
+    if (cat == "gpu_memset") ++x.memset;
+    if (is_nccl_kernel(e)) {
+      ++x.nccl;
+      std::string n = e["name"];
+      std::size_t b = n.find('_') + 1;
+      ++x.nccl_by_token[n.substr(b, n.find_first_of("_(", b) - b)];
+    }
+  }
+  return x;
+}
+
+std::map<CollectiveKind, int> collectives(const RankGraph& g)
+{
+  std::map<CollectiveKind, int> c;
+  for (const Op& op : g.ops())
+    if (op.kind == OpKind::Collective) ++c[op.collective()];
+  return c;
+}
+
+bool has(const std::string& text, const std::string& part)
+{
+  return text.find(part) != std::string::npos;
+}
+
+struct TempDir {
+  fs::path dir;
+  explicit TempDir(const std::string& name)
+  {
+    dir = fs::temp_directory_path() / ("railyard_kineto_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text)
+  {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  }
+};
+
+} // namespace
+
+TEST(KinetoReader, DlrmArchiveHasFiveAllToAllAndThreeAllReducePerRank)
+{
+  auto traces = untar(kDlrm);
+  Workload w = read_kineto({kDlrm});
+  ASSERT_EQ(w.world_size(), static_cast<int>(traces.size()));
+  ASSERT_EQ(w.world_size(), 8); // README: 8 x V100, world_size 8
+  EXPECT_TRUE(w.notes.empty()) << w.notes.front();
+  for (const auto& [rank, trace] : traces) {
+    Expected x = count(trace);
+    const RankGraph& g = w.graph_of(rank);
+    OpCounts c = count_ops(g);
+    EXPECT_EQ(c.collective, x.nccl) << "rank " << rank;
+    // Compute ops are the non-NCCL kernels plus memsets; memcpys are their own kind.
+    EXPECT_EQ(c.compute, x.kernels - x.nccl + x.memset) << "rank " << rank;
+    EXPECT_EQ(c.memcpy, x.memcpy) << "rank " << rank;
+    auto kinds = collectives(g);
+    EXPECT_EQ(kinds[CollectiveKind::AllToAll], x.nccl_by_token["SendRecv"]); // PyTorch all-to-all runs as SendRecv
+    EXPECT_EQ(kinds[CollectiveKind::AllReduce], x.nccl_by_token["AllReduce"]);
+    EXPECT_EQ(kinds[CollectiveKind::AllToAll], 5); // README
+    EXPECT_EQ(kinds[CollectiveKind::AllReduce], 3);
+
+    // All-reduce sizes: the nccl:all_reduce annotations' Input Dims x 4 bytes (float), in launch order.
+    std::vector<double> want;
+    for (const auto& e : trace["traceEvents"])
+      if (e.value("name", "") == "nccl:all_reduce") {
+        double n = 1;
+        for (const auto& d : e["args"]["Input Dims"][0])
+          n *= d.get<double>();
+        ASSERT_EQ(e["args"]["Input type"][0], "float");
+        want.push_back(n * 4);
+      }
+    std::vector<double> got;
+    for (const Op& op : g.ops())
+      if (op.kind == OpKind::Collective && op.collective() == CollectiveKind::AllReduce)
+        got.push_back(op.bytes.value());
+    EXPECT_EQ(got, want) << "rank " << rank;
+    ASSERT_TRUE(g.measured_span());
+    EXPECT_GT(g.measured_span()->value(), 0.0);
+  }
+}
+
+TEST(KinetoReader, HtaNcclDataUsesKernelArgs)
+{
+  json trace = json::parse(gunzip(kNcclData));
+  Workload w = read_kineto({kNcclData});
+  // Rank 0 of a 2-GPU job alone: one traced rank, its groups restricted to it, and a note saying so.
+  ASSERT_EQ(w.world_size(), 1);
+  ASSERT_FALSE(w.notes.empty());
+  EXPECT_TRUE(has(w.notes.front(), "of a world of 2")) << w.notes.front();
+  const RankGraph& g = w.graph_of(0);
+  auto kinds = collectives(g);
+  EXPECT_EQ(kinds[CollectiveKind::AllReduce], 15); // README: 15 AllReduce + 6 Broadcast
+  EXPECT_EQ(kinds[CollectiveKind::Broadcast], 6);
+  // Sizes from the kernels' own args: In msg nelems x element size of dtype.
+  const std::map<std::string, double> elem = {{"Float", 4}, {"Long", 8}, {"Int", 4}, {"Half", 2}, {"Byte", 1}};
+  std::vector<std::pair<double, double>> by_time; // (ts, bytes): the reader orders ops by start time
+  for (const auto& e : trace["traceEvents"])
+    if (is_nccl_kernel(e))
+      by_time.emplace_back(e["ts"].get<double>(),
+                           e["args"]["In msg nelems"].get<double>() * elem.at(e["args"]["dtype"].get<std::string>()));
+  std::sort(by_time.begin(), by_time.end());
+  std::vector<double> want;
+  for (const auto& [ts, bytes] : by_time)
+    want.push_back(bytes);
+  std::vector<double> got;
+  for (const Op& op : g.ops())
+    if (op.kind == OpKind::Collective) got.push_back(op.bytes.value());
+  EXPECT_EQ(got, want);
+  const Op* first = nullptr;
+  for (const Op& op : g.ops())
+    if (op.kind == OpKind::Collective && !first) first = &op;
+  ASSERT_NE(first, nullptr);
+  EXPECT_TRUE(has(w.communicators[w.communicator_of(0, *first)].name, "default_pg"));
+}
+
+TEST(KinetoReader, EveryHtaTraceLoads)
+{
+  for (const auto& [path, allreduce, alltoall] :
+       std::vector<std::tuple<std::string, int, int>>{{kControl, 18, 42}, {kSampled0, -1, -1}, {kSampled1, -1, -1}}) {
+    json trace = json::parse(gunzip(path));
+    Expected x = count(trace);
+    Workload w = read_kineto({path});
+    ASSERT_EQ(w.world_size(), 1) << path;
+    OpCounts c = count_ops(w.graph_of(0));
+    EXPECT_EQ(c.collective, x.nccl) << path;
+    EXPECT_EQ(c.compute, x.kernels - x.nccl + x.memset) << path;
+    EXPECT_EQ(c.memcpy, x.memcpy) << path;
+    if (allreduce >= 0) { // README: control.json.gz has 42 all-to-all + 18 all-reduce
+      auto kinds = collectives(w.graph_of(0));
+      EXPECT_EQ(kinds[CollectiveKind::AllReduce], allreduce);
+      EXPECT_EQ(kinds[CollectiveKind::AllToAll], alltoall);
+    }
+  }
+  // Both sampled ranks together: they are excerpts of different windows (rank 0's all-reduces are 19618307,
+  // 26955536, 26258430, 5716654 floats, rank 1's 19618307, 26258430, 19618307, 5716654 by the nccl:all_reduce
+  // annotations), so as one job they disagree, and the reader must say so rather than load them.
+  try {
+    read_kineto({kSampled0, kSampled1});
+    FAIL() << "the sampled ranks' all-reduces differ";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "ranks disagree on a collective")) << e.what();
+    EXPECT_TRUE(has(e.what(), "sampled_rank-1.json.gz")) << e.what();
+  }
+}
+
+TEST(KinetoReader, StreamsFollowTimestampsAndCrossStreamOrder)
+{
+  Workload w = read_kineto({kDlrm});
+  const RankGraph& g = w.graph_of(0);
+  std::map<StreamId, double> last_start;
+  for (OpId i = 0; i < g.size(); ++i) {
+    double s = g.measured_start(i)->value();
+    StreamId st = g.op(i).stream;
+    if (last_start.count(st)) {
+      EXPECT_GE(s, last_start[st]); // ops of one stream in timestamp order
+    }
+    last_start[st] = s;
+    for (OpId d : g.deps(i)) // an inferred dependency ended before the op started
+      EXPECT_LE(g.measured_start(d)->value() + g.measured_duration(d)->value(), s + 1e-12);
+  }
+  EXPECT_GE(g.stream_labels().size(), 3u); // compute, NCCL and copy streams (7, 84, 22/24 in the trace)
+}
+
+TEST(KinetoReader, MalformedJsonNamesFileRankAndByte)
+{
+  TempDir t("malformed");
+  std::string text = gunzip(kNcclData);
+  std::string path = t.write("cut.json", text.substr(0, text.size() / 2));
+  try {
+    read_kineto({path});
+    FAIL();
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(has(msg, "malformed JSON")) << msg;
+    EXPECT_TRUE(has(msg, "cut.json")) << msg;
+    EXPECT_TRUE(has(e.where().field, "rank 0 byte ")) << e.where().field; // distributedInfo.rank is 0
+  }
+}
+
+TEST(KinetoReader, RanksDisagreeOnACollective)
+{
+  auto traces = untar(kDlrm);
+  TempDir t("disagree");
+  std::vector<std::string> paths;
+  for (auto& [rank, trace] : traces) {
+    if (rank == 3) { // double the first all-reduce's element count on rank 3
+      for (auto& e : trace["traceEvents"])
+        if (e.value("name", "") == "nccl:all_reduce") {
+          e["args"]["Input Dims"][0][0] = e["args"]["Input Dims"][0][0].get<long long>() * 2;
+          break;
+        }
+    }
+    paths.push_back(t.write("worker" + std::to_string(rank) + ".json", trace.dump()));
+  }
+  try {
+    read_kineto(paths);
+    FAIL();
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(has(msg, "ranks disagree on a collective")) << msg;
+    EXPECT_TRUE(has(msg, "worker3.json")) << msg;
+    EXPECT_TRUE(has(e.where().field, "rank 3 event ")) << e.where().field;
+  }
+}
