@@ -18,7 +18,10 @@ namespace railyard::models {
 
 namespace {
 
-const NcclConstants& k() { return kNccl_2_26_2; }
+const NcclConstants& k()
+{
+  return kNccl_2_26_2;
+}
 
 constexpr int kTree = static_cast<int>(Algorithm::Tree);
 constexpr int kRing = static_cast<int>(Algorithm::Ring);
@@ -31,32 +34,47 @@ constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
 std::optional<int> function_index(CollectiveKind kind)
 {
   switch (kind) {
-  case CollectiveKind::Broadcast: return 0;
-  case CollectiveKind::Reduce: return 1;
-  case CollectiveKind::AllGather: return 2;
-  case CollectiveKind::ReduceScatter: return 3;
-  case CollectiveKind::AllReduce: return 4;
+  case CollectiveKind::Broadcast:
+    return 0;
+  case CollectiveKind::Reduce:
+    return 1;
+  case CollectiveKind::AllGather:
+    return 2;
+  case CollectiveKind::ReduceScatter:
+    return 3;
+  case CollectiveKind::AllReduce:
+    return 4;
   case CollectiveKind::AllToAll:
-  case CollectiveKind::SendRecv: return std::nullopt;
+  case CollectiveKind::SendRecv:
+    return std::nullopt;
   }
   return std::nullopt;
 }
 
 constexpr std::array<const char*, kNcclFunctions> kFunctionNames{"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                                                  "AllReduce"};
-constexpr std::array<const char*, kNcclAlgorithms> kAlgorithmNames{"Tree", "Ring",     "CollNetDirect", "CollNetChain",
-                                                                   "NVLS", "NVLSTree", "PAT"};
+constexpr std::array<const char*, kNcclAlgorithms> kAlgorithmNames{
+    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 constexpr std::array<const char*, kNcclProtocols> kProtocolNames{"LL", "LL128", "Simple"};
 
 bool is_allgather_or_reducescatter(CollectiveKind kind)
 {
   return kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
 }
-bool is_nvls(Algorithm a) { return a == Algorithm::Nvls || a == Algorithm::NvlsTree; }
-bool is_collnet(Algorithm a) { return a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain; }
+bool is_nvls(Algorithm a)
+{
+  return a == Algorithm::Nvls || a == Algorithm::NvlsTree;
+}
+bool is_collnet(Algorithm a)
+{
+  return a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain;
+}
 
 // Compute-capability row of the per-generation tables (VOLTA/AMPERE/HOPPER/BLACKWELL_COMPCAP_IDX).
-int compcap_index(int cc) { return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0; }
+int compcap_index(int cc)
+{
+  return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
+}
 
 // NCCL's log2i: floor(log2(n)), -1 for 0 (src/include/bitops.h log2Down).
 int log2i(std::uint64_t n)
@@ -69,32 +87,47 @@ int log2i(std::uint64_t n)
   return r;
 }
 
-double gbps(BytesPerSec b) { return b.value() / units::kGB; }
-double us(Seconds s) { return s.value() * 1e6; }
+double gbps(BytesPerSec b)
+{
+  return b.value() / units::kGB;
+}
+double us(Seconds s)
+{
+  return s.value() * 1e6;
+}
 
 const NcclGraph& graph_for(const NcclTuningInput& in, Algorithm a)
 {
   // src/init.cc initTransportsRank: graphs[] = { tree, ring, collnetDirect, collnetChain, nvls, nvls, tree }.
   switch (a) {
-  case Algorithm::Ring: return in.ring;
+  case Algorithm::Ring:
+    return in.ring;
   case Algorithm::Nvls:
-  case Algorithm::NvlsTree: return in.nvls;
-  default: return in.tree;
+  case Algorithm::NvlsTree:
+    return in.nvls;
+  default:
+    return in.tree;
   }
 }
 
 double net_overhead_us(CpuVendor cpu)
 {
   switch (cpu) {
-  case CpuVendor::Intel: return k().net_overhead_intel_us;
-  case CpuVendor::Amd: return k().net_overhead_amd_us;
-  case CpuVendor::Other: return k().net_overhead_other_us;
+  case CpuVendor::Intel:
+    return k().net_overhead_intel_us;
+  case CpuVendor::Amd:
+    return k().net_overhead_amd_us;
+  case CpuVendor::Other:
+    return k().net_overhead_other_us;
   }
   return k().net_overhead_other_us;
 }
 
 // ncclPatEnable with NCCL_PAT_ENABLE unset and a host-driven network (no device offload).
-bool pat_enabled(const NcclTuningInput& in) { return in.compute_capability >= 60 && in.nnodes == in.nranks; }
+bool pat_enabled(const NcclTuningInput& in)
+{
+  return in.compute_capability >= 60 && in.nnodes == in.nranks;
+}
 
 // The LL128 default of ncclTopoTuneModel: only where NVIDIA tested it (NVLink inside the node, NIC no further than
 // PXB, or PXN on sm90+; one GPU generation; known compute capabilities). The CUDA 11.8 two-rank exception for sm90
@@ -111,20 +144,16 @@ bool ll128_default(const NcclTuningInput& in, const NcclGraph& g)
 // single-node only.
 bool algorithm_enabled_by_nccl(const NcclTuningInput& in, Algorithm a)
 {
-  if (in.nnodes == 1 && a == Algorithm::NvlsTree)
-    return false;
-  if (is_collnet(a))
-    return false;
-  if (a == Algorithm::Nvls && in.nnodes > 1)
-    return false;
+  if (in.nnodes == 1 && a == Algorithm::NvlsTree) return false;
+  if (is_collnet(a)) return false;
+  if (a == Algorithm::Nvls && in.nnodes > 1) return false;
   return true;
 }
 
 // updateCollCostTable (src/enqueue.cc): combinations NCCL does not even price for this call.
 bool priced_by_enqueue(const NcclTuningInput& in, Algorithm a)
 {
-  if (is_nvls(a) && !in.nvls_supported)
-    return false;
+  if (is_nvls(a) && !in.nvls_supported) return false;
   if (a == Algorithm::Nvls && is_allgather_or_reducescatter(in.collective) &&
       (in.nnodes > 1 || in.nranks > k().max_nvls_arity))
     return false;
@@ -133,9 +162,18 @@ bool priced_by_enqueue(const NcclTuningInput& in, Algorithm a)
 
 } // namespace
 
-std::string nccl_name(Algorithm a) { return kAlgorithmNames[static_cast<int>(a)]; }
-std::string nccl_name(Protocol p) { return kProtocolNames[static_cast<int>(p)]; }
-const NcclConstants& nccl_constants() { return k(); }
+std::string nccl_name(Algorithm a)
+{
+  return kAlgorithmNames[static_cast<int>(a)];
+}
+std::string nccl_name(Protocol p)
+{
+  return kProtocolNames[static_cast<int>(p)];
+}
+const NcclConstants& nccl_constants()
+{
+  return k();
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // NCCL_ALGO / NCCL_PROTO (src/graph/tuning.cc parseList)
@@ -157,25 +195,21 @@ std::vector<std::string> split_skipping_empty(std::string_view s, char sep)
   std::string cur;
   for (char c : s) {
     if (c == sep) {
-      if (!cur.empty())
-        out.push_back(cur);
+      if (!cur.empty()) out.push_back(cur);
       cur.clear();
     } else {
       cur.push_back(c);
     }
   }
-  if (!cur.empty())
-    out.push_back(cur);
+  if (!cur.empty()) out.push_back(cur);
   return out;
 }
 
 bool equals_ignore_case(std::string_view a, std::string_view b)
 {
-  if (a.size() != b.size())
-    return false;
+  if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
   return true;
 }
 
@@ -204,9 +238,9 @@ void parse_list(std::string_view text, const char* variable, const std::array<co
     std::string elem_list;
     if (parts.size() < 2) {
       if (s != 0)
-        throw InputError(where,
-                         fmt::format("{}=\"{}\": every section after the first needs a function prefix", variable, text),
-                         fix);
+        throw InputError(
+            where, fmt::format("{}=\"{}\": every section after the first needs a function prefix", variable, text),
+            fix);
       elem_list = parts.empty() ? "" : parts[0];
     } else {
       prefix = parts[0];
@@ -220,8 +254,7 @@ void parse_list(std::string_view text, const char* variable, const std::array<co
     }
     bool found_prefix = false;
     for (int f = 0; f < kNcclFunctions; ++f) {
-      if (prefix && !equals_ignore_case(*prefix, kFunctionNames[f]))
-        continue;
+      if (prefix && !equals_ignore_case(*prefix, kFunctionNames[f])) continue;
       found_prefix = true;
       list[f].fill(unset);
       for (const auto& elem : split_skipping_empty(elem_list, ',')) {
@@ -240,8 +273,8 @@ void parse_list(std::string_view text, const char* variable, const std::array<co
 
 } // namespace
 
-NcclOverrides NcclOverrides::parse(std::optional<std::string_view> nccl_algo, std::optional<std::string_view> nccl_proto,
-                                   const InputLocation& where)
+NcclOverrides NcclOverrides::parse(std::optional<std::string_view> nccl_algo,
+                                   std::optional<std::string_view> nccl_proto, const InputLocation& where)
 {
   NcclOverrides out;
   if (nccl_algo) {
@@ -285,8 +318,7 @@ NcclEnable NcclOverrides::protocol_enable(CollectiveKind kind, Protocol p) const
 std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo, Protocol proto)
 {
   const auto func = function_index(in.collective);
-  if (!func || in.nranks <= 1)
-    return std::nullopt;
+  if (!func || in.nranks <= 1) return std::nullopt;
   const CollectiveKind coll = in.collective;
   const bool allreduce = coll == CollectiveKind::AllReduce;
   const bool ag_rs = is_allgather_or_reducescatter(coll);
@@ -299,20 +331,15 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo,
   if (ag_rs && algo != Algorithm::Pat && algo != Algorithm::Ring && algo != Algorithm::Nvls &&
       algo != Algorithm::CollNetDirect)
     return std::nullopt;
-  if (allreduce && algo == Algorithm::Pat)
-    return std::nullopt;
-  if (is_nvls(algo) && proto != Protocol::Simple)
-    return std::nullopt;
-  if (ag_rs && algo == Algorithm::Pat && (proto != Protocol::Simple || !pat_enabled(in)))
-    return std::nullopt;
+  if (allreduce && algo == Algorithm::Pat) return std::nullopt;
+  if (is_nvls(algo) && proto != Protocol::Simple) return std::nullopt;
+  if (ag_rs && algo == Algorithm::Pat && (proto != Protocol::Simple || !pat_enabled(in))) return std::nullopt;
 
   // Enable rules and the user's NCCL_ALGO / NCCL_PROTO.
-  if (!algorithm_enabled_by_nccl(in, algo) || !in.overrides.algorithm_allowed(coll, algo))
-    return std::nullopt;
+  if (!algorithm_enabled_by_nccl(in, algo) || !in.overrides.algorithm_allowed(coll, algo)) return std::nullopt;
   const NcclGraph& g = graph_for(in, algo);
   const NcclEnable pe = in.overrides.protocol_enable(coll, proto);
-  if (pe == NcclEnable::Off || (pe == NcclEnable::Auto && !ll128_default(in, g)))
-    return std::nullopt;
+  if (pe == NcclEnable::Off || (pe == NcclEnable::Auto && !ll128_default(in, g))) return std::nullopt;
 
   const int nranks = in.nranks;
   const int nnodes = in.nnodes;
@@ -328,26 +355,19 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo,
   // Bandwidth: per-channel graph bandwidth x channels, then protocol and algorithm efficiencies.
   const double intra = gbps(g.bw_intra), inter = gbps(g.bw_inter);
   double bw = nnodes <= 2 ? intra : inter;
-  if (algo == Algorithm::Nvls)
-    bw = std::min(intra, inter);
-  if (algo == Algorithm::NvlsTree)
-    bw = std::min(intra, nnodes <= 2 ? inter : inter / 2);
+  if (algo == Algorithm::Nvls) bw = std::min(intra, inter);
+  if (algo == Algorithm::NvlsTree) bw = std::min(intra, nnodes <= 2 ? inter : inter / 2);
   double bus_bw = g.channels * bw;
-  if (algo == Algorithm::Ring && proto == Protocol::LL)
-    bus_bw = std::min(ll_max_bw, bus_bw * k().ring_ll_factor);
+  if (algo == Algorithm::Ring && proto == Protocol::LL) bus_bw = std::min(ll_max_bw, bus_bw * k().ring_ll_factor);
   if (algo == Algorithm::Ring && proto == Protocol::LL128)
     bus_bw = std::min(bus_bw * k().ring_ll128_factor, g.channels * per_ch_ring_ll128);
-  if (algo == Algorithm::Tree && allreduce)
-    bus_bw = std::min(bus_bw * k().tree_factor, g.channels * per_ch_tree);
-  if (algo == Algorithm::Tree && proto == Protocol::LL)
-    bus_bw = std::min(bus_bw / k().tree_ll_divisor, ll_max_bw);
+  if (algo == Algorithm::Tree && allreduce) bus_bw = std::min(bus_bw * k().tree_factor, g.channels * per_ch_tree);
+  if (algo == Algorithm::Tree && proto == Protocol::LL) bus_bw = std::min(bus_bw / k().tree_ll_divisor, ll_max_bw);
   if (algo == Algorithm::Tree && proto == Protocol::LL128)
     bus_bw = std::min(bus_bw * (nnodes == 1 ? k().tree_ll128_one_node : k().tree_ll128_many_nodes),
                       g.channels * per_ch_tree_ll128);
-  if (algo == Algorithm::Tree && g.simple_tree)
-    bus_bw *= k().tree_simple_pattern_factor;
-  if (algo == Algorithm::Pat)
-    bus_bw *= k().pat_factor;
+  if (algo == Algorithm::Tree && g.simple_tree) bus_bw *= k().tree_simple_pattern_factor;
+  if (algo == Algorithm::Pat) bus_bw *= k().pat_factor;
   // Bus bandwidth to algorithm bandwidth; NCCL skips it for non-ring all_gather / reduce_scatter.
   if (!(algo != Algorithm::Ring && ag_rs)) {
     const double ratio = algo == Algorithm::Ring ? static_cast<double>(nranks) / nsteps
@@ -355,8 +375,7 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo,
                                                  : k().tree_ratio;
     bus_bw *= ratio;
   }
-  if (bus_bw <= 0)
-    return std::nullopt;
+  if (bus_bw <= 0) return std::nullopt;
 
   // Latency: base + hops priced by the hardware they cross.
   const auto& hw = k().hw_latency_us;
@@ -366,8 +385,7 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo,
   double intra_lat = hw[intra_hw][a][p];
   // With one rank per node the network latency is fully exposed: NCCL prices it as Tree's.
   double inter_lat = (nranks == nnodes ? hw[kHwNet][kTree][p] : hw[kHwNet][a][p]) + us(g.latency_inter);
-  if (proto == Protocol::Simple)
-    inter_lat += us(g.latency_inter); // the flush
+  if (proto == Protocol::Simple) inter_lat += us(g.latency_inter); // the flush
   if (algo == Algorithm::Ring) {
     if (coll == CollectiveKind::Reduce || coll == CollectiveKind::Broadcast) {
       if (g.same_channels) {
@@ -385,8 +403,7 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo,
       lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
     }
   } else if (algo == Algorithm::Tree) {
-    if (allreduce)
-      lat += 2 * ((nranks / nnodes - 1) * intra_lat + log2i(nnodes) * inter_lat);
+    if (allreduce) lat += 2 * ((nranks / nnodes - 1) * intra_lat + log2i(nnodes) * inter_lat);
   } else if (algo == Algorithm::Nvls) {
     lat = intra_lat + (nnodes > 1 ? inter_lat : 0);
   } else if (algo == Algorithm::NvlsTree) {
@@ -402,15 +419,12 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo,
 
 std::optional<Seconds> predict(const NcclTuningInput& in, Algorithm algo, Protocol proto)
 {
-  if (!function_index(in.collective))
-    return std::nullopt;
+  if (!function_index(in.collective)) return std::nullopt;
   if (in.nranks <= 1) // updateCollCostTable: a single rank is a local copy, priced 0 on Ring/Simple only
     return algo == Algorithm::Ring && proto == Protocol::Simple ? std::optional<Seconds>(Seconds(0)) : std::nullopt;
-  if (!priced_by_enqueue(in, algo))
-    return std::nullopt;
+  if (!priced_by_enqueue(in, algo)) return std::nullopt;
   const auto cost = algo_cost(in, algo, proto);
-  if (!cost)
-    return std::nullopt;
+  if (!cost) return std::nullopt;
   const auto nbytes = static_cast<std::uint64_t>(in.bytes.value());
   double bw = gbps(cost->bandwidth);
   double lat = us(cost->latency);
@@ -451,23 +465,18 @@ int max_threads(const NcclTuningInput& in, Algorithm algo, Protocol proto)
   if (proto == Protocol::Simple) {
     if (algo == Algorithm::Ring)
       return gbps(in.ring.bw_intra) * in.ring.channels <= k().pci_bw_gbps ? 256 : k().simple_max_threads;
-    if (algo == Algorithm::Tree)
-      return k().simple_max_threads;
-    if (is_nvls(algo) || is_collnet(algo))
-      return k().max_threads;
+    if (algo == Algorithm::Tree) return k().simple_max_threads;
+    if (is_nvls(algo) || is_collnet(algo)) return k().max_threads;
     return 0;
   }
-  if (!ring_or_tree)
-    return 0;
+  if (!ring_or_tree) return 0;
   return proto == Protocol::LL ? k().ll_max_threads : k().ll128_max_threads;
 }
 
 long thread_threshold(const NcclTuningInput& in, Algorithm algo, Protocol proto)
 {
-  if (proto == Protocol::LL)
-    return k().ll_thread_threshold * (algo == Algorithm::Ring ? in.nranks : 1);
-  if (proto == Protocol::LL128)
-    return k().ll128_thread_threshold;
+  if (proto == Protocol::LL) return k().ll_thread_threshold * (algo == Algorithm::Ring ? in.nranks : 1);
+  if (proto == Protocol::LL128) return k().ll128_thread_threshold;
   return k().simple_thread_threshold;
 }
 
@@ -479,8 +488,7 @@ std::optional<NcclChoice> choose(const NcclTuningInput& in)
   for (const auto& entry : table(in))
     if (entry.time && (!best || *entry.time < best->time))
       best = NcclChoice{entry.algorithm, entry.protocol, 0, 0, *entry.time};
-  if (!best)
-    return std::nullopt;
+  if (!best) return std::nullopt;
 
   const Algorithm algo = best->algorithm;
   const Protocol proto = best->protocol;
@@ -500,15 +508,11 @@ std::optional<NcclChoice> choose(const NcclTuningInput& in)
       nt /= 2;
   }
   if (proto == Protocol::Simple) {
-    if (algo == Algorithm::Ring)
-      nt += k().warp_size; // extra warp for sync
-    if (algo == Algorithm::Tree)
-      nt += 4 * k().warp_size;
+    if (algo == Algorithm::Ring) nt += k().warp_size; // extra warp for sync
+    if (algo == Algorithm::Tree) nt += 4 * k().warp_size;
   }
-  if (nt / k().warp_size < 3)
-    nt = 3 * k().warp_size;
-  if (algo == Algorithm::Tree || algo == Algorithm::Pat)
-    nt = k().max_threads;
+  if (nt / k().warp_size < 3) nt = 3 * k().warp_size;
+  if (algo == Algorithm::Tree || algo == Algorithm::Pat) nt = k().max_threads;
   best->channels = nc;
   best->threads = nt;
   return best;
@@ -522,8 +526,7 @@ namespace {
 InputLocation field_of(const InputLocation& where, const std::string& sub)
 {
   InputLocation w = where;
-  if (w.field.empty())
-    w.field = sub;
+  if (w.field.empty()) w.field = sub;
   return w;
 }
 
@@ -552,7 +555,8 @@ void check_request(const NcclTuningInput& in, Algorithm a, std::optional<Protoco
   const bool allreduce = kind == CollectiveKind::AllReduce;
   const bool ag_rs = is_allgather_or_reducescatter(kind);
   switch (a) {
-  case Algorithm::Ring: break;
+  case Algorithm::Ring:
+    break;
   case Algorithm::Tree:
     if (!allreduce)
       refuse(w, kind, a, p, "NCCL implements Tree only for all_reduce",
@@ -566,8 +570,7 @@ void check_request(const NcclTuningInput& in, Algorithm a, std::optional<Protoco
       refuse(w, kind, a, p,
              fmt::format("PAT needs exactly one GPU per node and this communicator has {}", in.gpus_per_node),
              "use Ring, or a communicator with one rank per node");
-    if (in.compute_capability < 60)
-      refuse(w, kind, a, p, "PAT needs sm60 or newer for CUDA atomics", "use Ring");
+    if (in.compute_capability < 60) refuse(w, kind, a, p, "PAT needs sm60 or newer for CUDA atomics", "use Ring");
     break;
   case Algorithm::Nvls:
   case Algorithm::NvlsTree: {
@@ -581,26 +584,25 @@ void check_request(const NcclTuningInput& in, Algorithm a, std::optional<Protoco
       if (kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce)
         refuse(w, kind, a, p, "NCCL implements NVLS only for all_reduce, all_gather and reduce_scatter", "use Ring");
       if (in.nnodes > 1)
-        refuse(w, kind, a, p,
-               fmt::format("NVLS spans one node unless CollNet is present, and this communicator has {} nodes",
-                           in.nnodes),
-               allreduce ? "use NVLSTree (NVLS inside nodes, trees between them), Ring or Tree" : "use Ring");
+        refuse(
+            w, kind, a, p,
+            fmt::format("NVLS spans one node unless CollNet is present, and this communicator has {} nodes", in.nnodes),
+            allreduce ? "use NVLSTree (NVLS inside nodes, trees between them), Ring or Tree" : "use Ring");
       if (ag_rs && in.nranks > k().max_nvls_arity)
-        refuse(w, kind, a, p,
-               fmt::format("NCCL runs NVLS {} on at most {} ranks", to_string(kind), k().max_nvls_arity), "use Ring");
+        refuse(w, kind, a, p, fmt::format("NCCL runs NVLS {} on at most {} ranks", to_string(kind), k().max_nvls_arity),
+               "use Ring");
     } else {
-      if (!allreduce)
-        refuse(w, kind, a, p, "NCCL implements NVLSTree only for all_reduce", "use Ring");
+      if (!allreduce) refuse(w, kind, a, p, "NCCL implements NVLSTree only for all_reduce", "use Ring");
       if (in.nnodes == 1)
         refuse(w, kind, a, p, "NVLSTree joins several nodes and this communicator has one", "use NVLS or Ring");
     }
     break;
   }
   case Algorithm::CollNetDirect:
-  case Algorithm::CollNetChain: break;
+  case Algorithm::CollNetChain:
+    break;
   }
-  if (!p)
-    return;
+  if (!p) return;
   const auto wp = field_of(where, "protocol");
   if ((is_nvls(a) || a == Algorithm::Pat) && *p != Protocol::Simple)
     refuse(wp, kind, a, p, fmt::format("NCCL implements {} only with the Simple protocol", nccl_name(a)),
@@ -626,8 +628,7 @@ void validate(const NcclTuningInput& in, const InputLocation& where)
   if (in.nnodes < 1 || in.gpus_per_node < 1 || in.nnodes * in.gpus_per_node != in.nranks)
     bad("nnodes", fmt::format("nranks {} is not nnodes {} x gpus_per_node {}", in.nranks, in.nnodes, in.gpus_per_node),
         "NCCL's model assumes the same number of ranks on every node; make nranks = nnodes * gpus_per_node");
-  if (in.bytes.value() < 0)
-    bad("bytes", "bytes is negative", "give the buffer size in bytes, 0 or more");
+  if (in.bytes.value() < 0) bad("bytes", "bytes is negative", "give the buffer size in bytes, 0 or more");
   if (in.compute_capability < 60 || in.compute_capability >= 200)
     bad("compute_capability", fmt::format("compute capability {} is outside 60..199", in.compute_capability),
         "write it as NCCL does: 80 for A100, 90 for H100/H200, 100 for B200");
@@ -647,19 +648,46 @@ NodeSpec node_spec(NodeLayout layout)
   NodeSpec s;
   switch (layout) {
   case NodeLayout::DgxA100:
-    s = {"DGX A100", 8, 80, 12, false, 8, units::GBps(25.0), units::GBps(24.0), 2, CpuVendor::Amd,
+    s = {"DGX A100",
+         8,
+         80,
+         12,
+         false,
+         8,
+         units::GBps(25.0),
+         units::GBps(24.0),
+         2,
+         CpuVendor::Amd,
          "NVIDIA DGX A100 user guide: 8x A100 SXM4, 12 NVLink3 links each to six NVSwitches, 8x ConnectX-6 HDR "
          "200 Gb/s compute NICs, two GPUs and two NICs per PCIe Gen4 switch, 2x AMD EPYC 7742. NCCL counts "
          "20 GB/s per sm80 NVLink (src/graph/topo.h), 24 GB/s per Gen4 x16 link and port speed / 8 per NIC"};
     break;
   case NodeLayout::DgxH100:
-    s = {"DGX H100", 8, 90, 18, true, 8, units::GBps(50.0), units::GBps(48.0), 1, CpuVendor::Intel,
+    s = {"DGX H100",
+         8,
+         90,
+         18,
+         true,
+         8,
+         units::GBps(50.0),
+         units::GBps(48.0),
+         1,
+         CpuVendor::Intel,
          "NVIDIA DGX H100 user guide: 8x H100 SXM5, 18 NVLink4 links each to four NVSwitches with NVLink SHARP, 8x "
          "ConnectX-7 400 Gb/s compute NICs, one GPU and one NIC per PCIe Gen5 switch, 2x Intel Xeon 8480C. NCCL's "
          "topology dump of such a node prints NVL[370.8], PCI[48.0] and NET[50.0] (NVIDIA/nccl-tests issue 256)"};
     break;
   case NodeLayout::HgxB200:
-    s = {"HGX B200", 8, 100, 18, true, 8, units::GBps(50.0), units::GBps(48.0), 1, CpuVendor::Intel,
+    s = {"HGX B200",
+         8,
+         100,
+         18,
+         true,
+         8,
+         units::GBps(50.0),
+         units::GBps(48.0),
+         1,
+         CpuVendor::Intel,
          "NVIDIA DGX B200 user guide: 8x B200, 18 NVLink5 links each to two NVSwitches with NVLink SHARP, 8x "
          "ConnectX-7 400 Gb/s compute NICs on PCIe Gen5, 2x Intel Xeon 8570. NCCL counts 40 GB/s per sm100 NVLink "
          "(src/graph/topo.h)"};
@@ -678,10 +706,8 @@ double nvlink_bw_gbps(int cc)
 std::vector<double> speed_array(int cc, bool with_net)
 {
   auto to_vec = [](const auto& arr) { return std::vector<double>(arr.begin(), arr.end()); };
-  if (cc >= 100)
-    return with_net ? to_vec(k().speed_inter_sm100) : to_vec(k().speed_intra_sm100);
-  if (cc >= 90)
-    return with_net ? to_vec(k().speed_inter_sm90) : to_vec(k().speed_intra_sm90);
+  if (cc >= 100) return with_net ? to_vec(k().speed_inter_sm100) : to_vec(k().speed_intra_sm100);
+  if (cc >= 90) return with_net ? to_vec(k().speed_inter_sm90) : to_vec(k().speed_intra_sm90);
   return with_net ? to_vec(k().speed_inter) : to_vec(k().speed_intra);
 }
 
@@ -715,8 +741,7 @@ int capacity(const NodeSpec& node, int nnodes, Pattern pattern, double intra, do
   }
   const int per_nic = static_cast<int>(std::floor(std::min(gbps(node.nic_bw), gbps(node.pcie_bw)) / inter + kEps));
   if (pattern == Pattern::Nvls) {
-    if (per_nic < 1)
-      return 0;
+    if (per_nic < 1) return 0;
     int n = 0;
     while (n < std::min({max_channels, g, node.nics}) && (n + 2) * intra <= nvl + kEps)
       ++n;
@@ -756,19 +781,16 @@ Solution search(const NodeSpec& node, int nnodes, Pattern pattern, int min_chann
   Solution best;
   while (true) {
     const Solution s{fits(speeds[idx], speeds[idx]), speeds[idx], speeds[idx]};
-    if (s.channels > 0 && better(s, best))
-      best = s;
+    if (s.channels > 0 && better(s, best)) best = s;
     const bool perfect = best.channels == max_channels;
-    if (perfect || (best.channels > 0 && best.channels * best.inter >= total_bw))
-      break;
+    if (perfect || (best.channels > 0 && best.channels * best.inter >= total_bw)) break;
     if (idx < nspeeds - 1 && (best.channels == 0 || speeds[idx + 1] / best.inter > k().speed_step_ratio)) {
       ++idx;
       continue;
     }
     break;
   }
-  if (best.channels == 0)
-    return best;
+  if (best.channels == 0) return best;
 
   // ncclTopoDupChannels: split fast ring/tree channels in two.
   if (pattern != Pattern::Nvls && best.intra >= k().dup_min_bw_gbps &&
@@ -789,18 +811,15 @@ Solution search(const NodeSpec& node, int nnodes, Pattern pattern, int min_chann
       --idx;
       tmp.intra = tmp.inter = speeds[idx];
       const int n = capacity(node, nnodes, pattern, tmp.intra, tmp.inter, max_channels);
-      if (n >= need && n * tmp.intra > best.channels * best.intra)
-        best = {n, tmp.intra, tmp.inter};
+      if (n >= need && n * tmp.intra > best.channels * best.intra) best = {n, tmp.intra, tmp.inter};
     } else if (pattern == Pattern::Nvls) {
-      if (!(tmp.inter == best.inter && tmp.inter < tmp.intra * 2))
-        break;
+      if (!(tmp.inter == best.inter && tmp.inter < tmp.intra * 2)) break;
       --idx;
       tmp.inter = speeds[idx];
       if (capacity(node, nnodes, pattern, tmp.intra, tmp.inter, need) >= need && tmp.inter > best.inter)
         best.inter = tmp.inter;
     } else {
-      if (!(tmp.intra == best.intra && tmp.intra < tmp.inter * 2))
-        break;
+      if (!(tmp.intra == best.intra && tmp.intra < tmp.inter * 2)) break;
       --idx;
       tmp.intra = speeds[idx];
       if (capacity(node, nnodes, pattern, tmp.intra, tmp.inter, need) >= need && tmp.intra > best.intra)

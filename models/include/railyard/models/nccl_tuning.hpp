@@ -25,7 +25,7 @@ namespace railyard::models {
 
 inline constexpr int kNcclAlgorithms = 7; ///< NCCL_NUM_ALGORITHMS, in Algorithm's order
 inline constexpr int kNcclProtocols = 3;  ///< NCCL_NUM_PROTOCOLS, in Protocol's order
-inline constexpr int kNcclFunctions = 5;  ///< NCCL_NUM_FUNCTIONS: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce
+inline constexpr int kNcclFunctions = 5; ///< NCCL_NUM_FUNCTIONS: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce
 
 /// NCCL's path types (src/graph/topo.h PATH_*), nearest first. They decide whether NCCL enables LL128 by default
 /// and whether intra-node hops are priced as NVLink or as PCI.
@@ -36,14 +36,14 @@ enum class CpuVendor { Intel, Amd, Other };
 
 /// One of NCCL's channel graphs (struct ncclTopoGraph) as the topology search leaves it.
 struct NcclGraph {
-  int channels = 0;         ///< graph->nChannels (before ncclTopoPostset doubles the communicator's channels)
-  BytesPerSec bw_intra{0};  ///< graph->bwIntra: per channel, inside a node
-  BytesPerSec bw_inter{0};  ///< graph->bwInter: per channel, between nodes
+  int channels = 0;        ///< graph->nChannels (before ncclTopoPostset doubles the communicator's channels)
+  BytesPerSec bw_intra{0}; ///< graph->bwIntra: per channel, inside a node
+  BytesPerSec bw_inter{0}; ///< graph->bwInter: per channel, between nodes
   NcclPath type_intra = NcclPath::Nvl;
   NcclPath type_inter = NcclPath::Pix;
-  bool same_channels = true;   ///< graph->sameChannels (Ring broadcast/reduce latency)
-  bool simple_tree = false;    ///< tree graph only: the search settled on NCCL_TOPO_PATTERN_TREE (Tree bw x 0.85)
-  Seconds latency_inter{0};    ///< graph->latencyInter: the NIC's own reported latency (0 for InfiniBand)
+  bool same_channels = true; ///< graph->sameChannels (Ring broadcast/reduce latency)
+  bool simple_tree = false;  ///< tree graph only: the search settled on NCCL_TOPO_PATTERN_TREE (Tree bw x 0.85)
+  Seconds latency_inter{0};  ///< graph->latencyInter: the NIC's own reported latency (0 for InfiniBand)
 };
 
 /// On / off / NCCL's default rule (used for LL128, which NCCL enables only where it is tested).
@@ -70,18 +70,18 @@ struct NcclOverrides {
 /// Everything NCCL's cost model looks at for one collective call.
 struct NcclTuningInput {
   CollectiveKind collective = CollectiveKind::AllReduce;
-  Bytes bytes{0};        ///< nccl-tests size convention (collective.hpp); NCCL's nBytes is the same number
+  Bytes bytes{0}; ///< nccl-tests size convention (collective.hpp); NCCL's nBytes is the same number
   int nranks = 0;
   int nnodes = 1;
-  int gpus_per_node = 0; ///< nranks / nnodes; NCCL's ppn
+  int gpus_per_node = 0;       ///< nranks / nnodes; NCCL's ppn
   int compute_capability = 90; ///< 80 A100, 90 H100/H200, 100 B200 (all GPUs alike)
   CpuVendor cpu = CpuVendor::Intel;
   bool nvls_supported = false; ///< NVSwitch with multicast (NVLink SHARP): H100 and later NVSwitch systems
-  NcclGraph ring;  ///< ring graph
-  NcclGraph tree;  ///< tree graph (PAT uses it too)
-  NcclGraph nvls;  ///< NVLS graph (NVLS and NVLSTree); channels 0 when the system has none
-  int comm_channels = 0; ///< comm->nChannels after ncclTopoPostset: where choose() starts trimming
-  int nvls_channels = 0; ///< comm->nvlsChannels: the channels NVLS algorithms launch
+  NcclGraph ring;              ///< ring graph
+  NcclGraph tree;              ///< tree graph (PAT uses it too)
+  NcclGraph nvls;              ///< NVLS graph (NVLS and NVLSTree); channels 0 when the system has none
+  int comm_channels = 0;       ///< comm->nChannels after ncclTopoPostset: where choose() starts trimming
+  int nvls_channels = 0;       ///< comm->nvlsChannels: the channels NVLS algorithms launch
   NcclOverrides overrides;
 };
 
@@ -101,9 +101,9 @@ struct NcclPrediction {
 struct NcclChoice {
   Algorithm algorithm = Algorithm::Ring;
   Protocol protocol = Protocol::Simple;
-  int channels = 0;  ///< channels NCCL launches for this call (info->nMaxChannels)
-  int threads = 0;   ///< threads per channel (info->nWarps * 32)
-  Seconds time{0};   ///< NCCL's predicted time for the pick
+  int channels = 0; ///< channels NCCL launches for this call (info->nMaxChannels)
+  int threads = 0;  ///< threads per channel (info->nWarps * 32)
+  Seconds time{0};  ///< NCCL's predicted time for the pick
 };
 
 /// NCCL's tuning table entry for (algorithm, protocol), or nothing where NCCL gives it zero bandwidth (not
@@ -138,14 +138,14 @@ struct NodeSpec {
   std::string name;
   int gpus = 8;
   int compute_capability = 90;
-  int nvlinks_per_gpu = 18;    ///< links from each GPU to the NVSwitches
+  int nvlinks_per_gpu = 18; ///< links from each GPU to the NVSwitches
   bool nvswitch_multicast = false;
   int nics = 8;                ///< compute NICs per node
   BytesPerSec nic_bw{0};       ///< NET bandwidth NCCL reports per NIC (port speed / 8)
   BytesPerSec pcie_bw{0};      ///< PCI link bandwidth NCCL reports between GPU/NIC and their switch
   int gpus_per_nic_switch = 1; ///< GPUs sharing a PCIe switch with each NIC
   CpuVendor cpu = CpuVendor::Intel;
-  std::string source;          ///< where the layout facts come from
+  std::string source; ///< where the layout facts come from
 };
 NodeSpec node_spec(NodeLayout layout);
 
