@@ -1,0 +1,136 @@
+// A profile: the measured (or published) numbers of one GPU system that the simulator runs on. YAML, versioned
+// (`railyard_profile: 1`); every number carries its source, a citation of a public document or the input files a
+// fit came from with the fit's residual. calibration/README.md documents the format field by field.
+//
+// What the simulator asks (all pure lookups):
+//   link(kind)                         latency and per-direction bandwidth of nvlink / pcie / network
+//   collective_time(call, link, n)     time of one collective at a size, from the fitted pieces
+//   kernel_time(flops, bytes, dtype)   roofline time of a compute kernel
+#pragma once
+
+#include "railyard/calibration/digest.hpp"
+#include "railyard/calibration/fit.hpp"
+#include "railyard/calibration/names.hpp"
+#include "railyard/common/units.hpp"
+#include "railyard/models/collective.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace railyard::calibration {
+
+inline constexpr int kProfileVersion = 1;
+
+/// The residual of a fit and the input files it came from (paths as listed in Profile::inputs).
+struct FitRecord {
+  FitQuality quality;
+  std::vector<std::string> inputs;
+};
+
+struct LinkParams {
+  LinkKind kind = LinkKind::NvLink;
+  Seconds latency{0};
+  std::string latency_source;
+  BytesPerSec bandwidth{0}; ///< per direction
+  std::string bandwidth_source;
+  std::optional<FitRecord> fit;
+};
+
+/// time(size) = latency + size * busbw_factor(collective, n) / busbw for sizes from `from` on (up to the next
+/// piece). busbw is nccl-tests' bus bandwidth (doc/PERFORMANCE.md); it may be infinite where the time does not grow
+/// with size inside the piece (latency-bound small messages).
+struct CollectivePiece {
+  Bytes from{0};
+  Seconds latency{0};
+  BytesPerSec busbw{0};
+  FitQuality quality;
+};
+
+struct CollectiveFit {
+  models::CollectiveKind collective = models::CollectiveKind::AllReduce;
+  std::optional<models::Algorithm> algorithm; ///< empty: "auto", what NCCL chose itself
+  std::optional<models::Protocol> protocol;   ///< empty: "auto"
+  LinkKind link = LinkKind::NvLink;
+  int nranks = 0;
+  int nodes = 1;
+  Bytes measured_min{0}; ///< smallest and largest size measured: outside, the pieces extrapolate
+  Bytes measured_max{0};
+  std::vector<CollectivePiece> pieces; ///< ordered; the first starts at 0 bytes
+  std::string source;                  ///< citation, or what the fit was made from
+  std::optional<FitRecord> fit;        ///< over all points of all pieces
+
+  /// Time at `size` for `nranks` ranks. With a rank count other than the measured one, the busbw (a per-link
+  /// quantity, independent of n by nccl-tests' construction) is kept and the factor of the new n applied; the
+  /// latency is kept as measured.
+  [[nodiscard]] Seconds time(Bytes size, int nranks) const;
+  [[nodiscard]] const CollectivePiece& piece_at(Bytes size) const;
+};
+
+struct ComputeParams {
+  DType dtype = DType::Bf16;
+  double peak_flops = 0; ///< FLOP/s (dense), datasheet
+  std::string peak_source;
+  double efficiency = 0; ///< fraction of peak reached by large GEMMs
+  std::string efficiency_source;
+  std::optional<FitRecord> fit;
+};
+
+/// Roofline: time = max(flops / (peak_flops * efficiency), bytes / (memory_bandwidth * memory_efficiency))
+///                  + launch_overhead.
+struct KernelModel {
+  Seconds launch_overhead{0};
+  std::string launch_overhead_source;
+  BytesPerSec memory_bandwidth{0}; ///< datasheet peak
+  std::string memory_bandwidth_source;
+  double memory_efficiency = 0;
+  std::string memory_efficiency_source;
+  std::optional<FitRecord> memory_fit;
+  std::vector<ComputeParams> compute;
+
+  [[nodiscard]] const ComputeParams* compute_for(DType t) const;
+};
+
+struct Profile {
+  std::string file; ///< where it was read from (for error messages); empty when built in memory
+  std::string system;
+  std::string description;
+  std::string created_by;
+  std::string gpu_model;
+  std::string gpu_model_source;
+  int gpus_per_node = 0;
+  std::string gpus_per_node_source;
+  std::string nccl_version; ///< may be empty when unknown
+  std::string nccl_version_source;
+  std::vector<InputFile> inputs;
+  std::vector<LinkParams> links;
+  std::vector<CollectiveFit> collectives;
+  std::optional<KernelModel> kernel;
+
+  [[nodiscard]] const LinkParams* link(LinkKind k) const;
+  /// The fit for (collective, algorithm, protocol, link); among several rank counts the closest to `nranks`.
+  /// Empty algorithm/protocol ask for the "auto" entry (NCCL's own choice). nullptr when the profile has none.
+  [[nodiscard]] const CollectiveFit* collective(models::CollectiveKind c, std::optional<models::Algorithm> a,
+                                                std::optional<models::Protocol> p, LinkKind link,
+                                                int nranks) const;
+  [[nodiscard]] std::optional<Seconds> collective_time(models::CollectiveKind c, std::optional<models::Algorithm> a,
+                                                       std::optional<models::Protocol> p, LinkKind link, Bytes size,
+                                                       int nranks) const;
+  /// Roofline time; InputError naming the profile when it has no kernel model or no efficiency for `dtype` while
+  /// `flops` > 0.
+  [[nodiscard]] Seconds kernel_time(double flops, Bytes bytes, DType dtype) const;
+};
+
+/// Reads and validates; InputError with file, line, field, rule and fix on anything malformed: unknown or missing
+/// fields, a version other than 1, a number without its source, negative or zero bandwidths, pieces out of order,
+/// fit inputs not listed under `inputs`, duplicate entries.
+Profile read_profile(const std::string& path);
+Profile parse_profile(const std::string& text, const std::string& name);
+
+/// YAML text of a profile. Numbers are written with 15 significant digits, so a number that was read from a
+/// profile (or made from one with up to 15 digits) is read back as the same double and written as the same text. Throws std::invalid_argument when the profile would not pass read_profile's validation.
+std::string profile_to_yaml(const Profile& p);
+/// Writes to PATH.tmp and renames it to PATH, so PATH is either the old file or the complete new one.
+void write_profile(const Profile& p, const std::string& path);
+
+} // namespace railyard::calibration
