@@ -32,8 +32,8 @@ std::string ratio(double r)
 void print_table(const topo::ClusterSpec& spec, const topo::TopologySummary& s, std::ostream& out)
 {
   std::vector<std::pair<std::string, std::string>> rows;
-  rows.emplace_back("cluster",
-                    fmt::format("{}, {} nodes x {} GPUs", topo::to_string(spec.kind), spec.nodes, spec.gpus_per_node));
+  rows.emplace_back("cluster", fmt::format("{}, {} node{} x {} GPUs", topo::to_string(spec.kind), spec.nodes,
+                                           spec.nodes == 1 ? "" : "s", spec.gpus_per_node));
   rows.emplace_back("GPUs", std::to_string(s.gpus));
   rows.emplace_back("NICs", fmt::format("{} x {}", s.nics, format_bandwidth(spec.nic_bandwidth)));
   rows.emplace_back("NVSwitches", std::to_string(s.nvswitches));
@@ -42,11 +42,15 @@ void print_table(const topo::ClusterSpec& spec, const topo::TopologySummary& s, 
   rows.emplace_back("directed links", std::to_string(s.links));
   rows.emplace_back("cables outside nodes", std::to_string(s.cables));
   rows.emplace_back("optics (transceivers)", std::to_string(s.optics));
-  rows.emplace_back("bisection bandwidth", format_bandwidth(s.bisection));
-  rows.emplace_back("full bisection", format_bandwidth(s.full_bisection));
-  if (s.full_bisection.value() > 0)
+  if (s.full_bisection.value() > 0) {
+    rows.emplace_back("bisection bandwidth", format_bandwidth(s.bisection));
+    rows.emplace_back("full bisection", format_bandwidth(s.full_bisection));
     rows.emplace_back("bisection / full", fmt::format("{:.4g}", s.bisection / s.full_bisection));
-  rows.emplace_back("leaf oversubscription", ratio(s.oversubscription));
+  } else {
+    rows.emplace_back("bisection bandwidth", "none (no fabric between two halves of the nodes)");
+  }
+  rows.emplace_back("leaf oversubscription",
+                    s.switches_by_tier.empty() ? "none (no fabric)" : ratio(s.oversubscription));
 
   std::size_t width = 0;
   for (const auto& row : rows)
