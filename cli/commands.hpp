@@ -13,5 +13,6 @@ using Action = std::function<int()>;
 /// Registers a sub-command on `app`; when it is chosen, `*action` is set to what it should run.
 void add_run_command(CLI::App& app, Action* action);
 void add_topo_command(CLI::App& app, Action* action);
+void add_calibrate_command(CLI::App& app, Action* action);
 
 } // namespace railyard::cli

@@ -10,6 +10,8 @@
 #include <limits>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace rc = railyard::calibration;
 namespace units = railyard::units;
 using railyard::Bytes;
@@ -216,7 +218,7 @@ TEST(Profile, RoundTripGivesBackTheSameNumbersAndBytes)
 
 TEST(Profile, WriteThenReadFile)
 {
-  const auto dir = std::filesystem::temp_directory_path() / "railyard_profile_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("railyard_profile_test_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto path = (dir / "p.yaml").string();
   rc::write_profile(sample_profile(), path);

@@ -1,0 +1,197 @@
+#include "railyard/calibration/calibration_csv.hpp"
+
+#include "railyard/common/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace railyard::calibration {
+namespace {
+
+std::string trim(const std::string& s)
+{
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos)
+    return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split_csv(const std::string& line)
+{
+  std::vector<std::string> out;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ','))
+    out.push_back(trim(cell));
+  if (!line.empty() && line.back() == ',')
+    out.emplace_back();
+  return out;
+}
+
+// "# key: value" -> (key, value); keys are identifiers.
+bool meta_pair(const std::string& body, std::string& key, std::string& value)
+{
+  const auto colon = body.find(':');
+  if (colon == std::string::npos || colon == 0)
+    return false;
+  key = trim(body.substr(0, colon));
+  for (char c : key)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
+  value = trim(body.substr(colon + 1));
+  return true;
+}
+
+} // namespace
+
+std::string CalibrationCsv::meta_or(const std::string& key, const std::string& fallback) const
+{
+  const auto it = meta.find(key);
+  return it == meta.end() ? fallback : it->second;
+}
+
+bool CalibrationCsv::has_column(const std::string& name) const
+{
+  for (const auto& c : columns)
+    if (c == name)
+      return true;
+  return false;
+}
+
+size_t CalibrationCsv::column(const std::string& name) const
+{
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (columns[i] == name)
+      return i;
+  throw InputError({input.path, header_line, name},
+                   fmt::format("the {} header has no column '{}'", program.empty() ? "CSV" : program, name),
+                   "pass the unmodified CSV the calibration program wrote");
+}
+
+const std::string& CalibrationCsv::text(const Row& r, const std::string& col) const { return r.cells[column(col)]; }
+
+double CalibrationCsv::number(const Row& r, const std::string& col) const
+{
+  const std::string& s = text(r, col);
+  try {
+    size_t pos = 0;
+    const double v = std::stod(s, &pos);
+    if (pos == s.size() && std::isfinite(v))
+      return v;
+  } catch (const std::exception&) {
+  }
+  throw InputError({input.path, r.line, col}, fmt::format("'{}' is not a number", s),
+                   "pass the unmodified CSV the calibration program wrote");
+}
+
+long long CalibrationCsv::integer(const Row& r, const std::string& col) const
+{
+  const std::string& s = text(r, col);
+  try {
+    size_t pos = 0;
+    const long long v = std::stoll(s, &pos);
+    if (pos == s.size())
+      return v;
+  } catch (const std::exception&) {
+  }
+  throw InputError({input.path, r.line, col}, fmt::format("'{}' is not an integer", s),
+                   "pass the unmodified CSV the calibration program wrote");
+}
+
+bool is_calibration_csv(std::string_view text)
+{
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    if (t.empty())
+      continue;
+    if (t[0] != '#')
+      return false;
+    std::string key, value;
+    if (meta_pair(trim(t.substr(1)), key, value) && key == kCsvMagicKey)
+      return true;
+  }
+  return false;
+}
+
+CalibrationCsv parse_calibration_csv(const std::string& text, const std::string& name)
+{
+  CalibrationCsv csv;
+  csv.input = describe_input(name, text);
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  int magic_line = 0;
+  bool complete = false;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string t = trim(line);
+    if (t.empty())
+      continue;
+    if (t[0] == '#') {
+      const std::string body = trim(t.substr(1));
+      std::string key, value;
+      if (!meta_pair(body, key, value))
+        continue;
+      if (key == kCsvMagicKey) {
+        magic_line = lineno;
+        if (value != std::to_string(kCsvVersion))
+          throw InputError({name, lineno, key},
+                           fmt::format("calibration CSV format version '{}' is not supported (this railyard reads "
+                                       "version {})",
+                                       value, kCsvVersion),
+                           "rerun the calibration programs of this railyard version");
+      } else if (key == "note") {
+        csv.notes.push_back(value);
+      } else if (key == "complete") {
+        complete = value == "true";
+      } else if (!csv.meta.count(key)) {
+        csv.meta[key] = value;
+        csv.meta_line[key] = lineno;
+      }
+      continue;
+    }
+    if (complete)
+      throw InputError({name, lineno, ""}, "data after the '# complete: true' line: two runs in one file",
+                       "keep one program run per file");
+    if (csv.columns.empty()) {
+      csv.columns = split_csv(t);
+      csv.header_line = lineno;
+      continue;
+    }
+    auto cells = split_csv(t);
+    if (cells.size() != csv.columns.size())
+      throw InputError({name, lineno, ""},
+                       fmt::format("row has {} cells where the header on line {} has {} columns{}", cells.size(),
+                                   csv.header_line, csv.columns.size(),
+                                   cells.size() < csv.columns.size() ? " (the file looks cut short)" : ""),
+                       "rerun the program to completion; do not edit its CSV");
+    csv.rows.push_back({lineno, std::move(cells)});
+  }
+  if (!magic_line)
+    throw InputError({name, 1, ""}, "not a railyard calibration CSV (no '# railyard_calibration_csv: 1' line)",
+                     "pass a CSV written by calibration/cuda programs, or an nccl-tests log");
+  csv.program = csv.meta_or("program");
+  if (csv.program.empty())
+    throw InputError({name, magic_line, "program"}, "the CSV does not say which program wrote it ('# program: ...')",
+                     "pass the unmodified CSV the calibration program wrote");
+  if (csv.columns.empty())
+    throw InputError({name, lineno, ""}, "no header line and no data rows",
+                     "the program failed before measuring; rerun it and read its error output");
+  if (!complete)
+    throw InputError({name, lineno, ""},
+                     fmt::format("the file ends without the '# complete: true' line that {} writes when it finishes: "
+                                 "the run was cut short",
+                                 csv.program),
+                     "rerun the program to completion");
+  if (csv.rows.empty() && csv.program != "peer_copy")
+    throw InputError({name, csv.header_line, ""}, "no data rows after the header",
+                     "rerun the program and read the notes it wrote ('# note: ...') for why nothing was measured");
+  return csv;
+}
+
+} // namespace railyard::calibration

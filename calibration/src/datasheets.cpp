@@ -1,0 +1,71 @@
+#include "railyard/calibration/datasheets.hpp"
+
+#include <array>
+#include <cctype>
+
+namespace railyard::calibration {
+namespace {
+
+constexpr const char* kH100Source =
+    "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/ (SXM5: HBM3 3.35 TB/s, "
+    "NVLink 900 GB/s both directions together, PCIe Gen5 128 GB/s both directions; Tensor Core TFLOPS listed with "
+    "sparsity, dense is half: TF32 494.7, BF16/FP16 989.4, FP8 1978.9; FP32 66.9 as in NVIDIA's Hopper whitepaper)";
+constexpr const char* kH100PcieSource =
+    "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/ (PCIe: HBM2e 2 TB/s, "
+    "PCIe Gen5 128 GB/s both directions; Tensor Core TFLOPS listed with sparsity, dense is half: TF32 378, "
+    "BF16/FP16 756.5, FP8 1513; FP32 51)";
+constexpr const char* kH200Source =
+    "NVIDIA H200 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h200/ (SXM: HBM3e 4.8 TB/s, "
+    "NVLink 900 GB/s both directions together, PCIe Gen5 128 GB/s both directions; compute as H100 SXM: dense "
+    "TF32 494.7, BF16/FP16 989.4, FP8 1978.9, FP32 66.9)";
+constexpr const char* kA100Source =
+    "NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/a100/ (FP32 19.5, TF32 156, "
+    "BF16/FP16 312 dense TFLOPS; HBM2e 2,039 GB/s on the 80GB SXM4, 1,935 GB/s on the 80GB PCIe, HBM2 1,555 GB/s "
+    "on the 40GB parts; NVLink 600 GB/s both directions together; PCIe Gen4 64 GB/s both directions)";
+
+// Most specific patterns first: "h100pcie" before "h100".
+constexpr std::array<GpuDatasheet, 9> kSheets{{
+    {"h200nvl", nullptr, 0, 0, 0, 0, 0, 0, 0, 0, nullptr},
+    {"h100nvl", nullptr, 0, 0, 0, 0, 0, 0, 0, 0, nullptr},
+    {"h200", "NVIDIA H200 SXM 141GB", 4800, 66.9, 494.7, 989.4, 989.4, 1978.9, 450, 64, kH200Source},
+    {"h100pcie", "NVIDIA H100 PCIe 80GB", 2000, 51, 378, 756.5, 756.5, 1513, 0, 64, kH100PcieSource},
+    {"h100", "NVIDIA H100 SXM5 80GB", 3350, 66.9, 494.7, 989.4, 989.4, 1978.9, 450, 64, kH100Source},
+    {"a100sxm480gb", "NVIDIA A100 SXM4 80GB", 2039, 19.5, 156, 312, 312, 0, 300, 32, kA100Source},
+    {"a100sxm440gb", "NVIDIA A100 SXM4 40GB", 1555, 19.5, 156, 312, 312, 0, 300, 32, kA100Source},
+    {"a10080gbpcie", "NVIDIA A100 PCIe 80GB", 1935, 19.5, 156, 312, 312, 0, 0, 32, kA100Source},
+    {"a100pcie40gb", "NVIDIA A100 PCIe 40GB", 1555, 19.5, 156, 312, 312, 0, 0, 32, kA100Source},
+}};
+
+std::string normalise(const std::string& s)
+{
+  std::string out;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+} // namespace
+
+double GpuDatasheet::peak_tflops(DType t) const
+{
+  switch (t) {
+  case DType::Fp32: return tflops_fp32;
+  case DType::Tf32: return tflops_tf32;
+  case DType::Fp16: return tflops_fp16;
+  case DType::Bf16: return tflops_bf16;
+  case DType::Fp8: return tflops_fp8;
+  }
+  return 0;
+}
+
+const GpuDatasheet* find_datasheet(const std::string& gpu_model)
+{
+  const std::string n = normalise(gpu_model);
+  for (const auto& s : kSheets)
+    if (n.find(s.match) != std::string::npos)
+      return s.name ? &s : nullptr;
+  return nullptr;
+}
+
+} // namespace railyard::calibration

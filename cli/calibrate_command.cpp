@@ -1,0 +1,129 @@
+// `railyard calibrate --from LOGS_OR_CSVS... --out PROFILE.yaml`: fits a profile from nccl-tests logs and the CSVs
+// of calibration/cuda/, and writes it only when every input is valid and every fit succeeded.
+#include "commands.hpp"
+
+#include "railyard/calibration/calibrate.hpp"
+#include "railyard/calibration/profile.hpp"
+#include "railyard/common/error.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace railyard::cli {
+namespace {
+
+struct CalibrateCliOptions {
+  std::vector<std::string> from;
+  std::string out;
+  std::string system;
+  std::string description;
+  std::string intra_node_link;
+  int max_pieces = 4;
+  double split_above = 0.05;
+};
+
+std::string percent(double v) { return fmt::format("{:.2f}%", v * 100.0); }
+
+void print_summary(const calibration::CalibrationResult& r, std::ostream& out)
+{
+  const auto& p = r.profile;
+  out << fmt::format("profile {}: {} x{} per node{}, from {} input(s)\n", p.system, p.gpu_model, p.gpus_per_node,
+                     p.nccl_version.empty() ? "" : ", NCCL " + p.nccl_version, p.inputs.size());
+  if (!p.collectives.empty()) {
+    out << fmt::format("{:<15} {:<10} {:<8} {:<8} {:>5} {:>5} {:>6} {:>6} {:>9} {:>9}\n", "collective", "algorithm",
+                       "protocol", "link", "ranks", "nodes", "pieces", "points", "rms err", "max err");
+    for (const auto& c : p.collectives)
+      out << fmt::format("{:<15} {:<10} {:<8} {:<8} {:>5} {:>5} {:>6} {:>6} {:>9} {:>9}\n",
+                         models::to_string(c.collective), calibration::algorithm_name(c.algorithm),
+                         calibration::protocol_name(c.protocol), calibration::to_string(c.link), c.nranks, c.nodes,
+                         c.pieces.size(), c.fit ? c.fit->quality.points : 0,
+                         c.fit ? percent(c.fit->quality.rms_rel_error) : "-",
+                         c.fit ? percent(c.fit->quality.max_rel_error) : "-");
+  }
+  for (const auto& l : p.links)
+    out << fmt::format("link {:<8} latency {}, bandwidth {}{}\n", calibration::to_string(l.kind),
+                       format_seconds(l.latency), format_bandwidth(l.bandwidth),
+                       l.fit ? fmt::format(" (fit: {} points, rms {}, max {})", l.fit->quality.points,
+                                           percent(l.fit->quality.rms_rel_error),
+                                           percent(l.fit->quality.max_rel_error))
+                             : "");
+  if (p.kernel) {
+    const auto& k = *p.kernel;
+    out << fmt::format("kernel: launch {}, memory {} x {:.3f}\n", format_seconds(k.launch_overhead),
+                       format_bandwidth(k.memory_bandwidth), k.memory_efficiency);
+    for (const auto& c : k.compute)
+      out << fmt::format("kernel {:<5} peak {:.1f} TFLOP/s x {:.3f}{}\n", calibration::to_string(c.dtype),
+                         c.peak_flops / 1e12, c.efficiency,
+                         c.fit ? fmt::format(" (roofline over {} GEMMs: rms {}, max {})", c.fit->quality.points,
+                                             percent(c.fit->quality.rms_rel_error),
+                                             percent(c.fit->quality.max_rel_error))
+                               : "");
+  }
+  for (const auto& n : r.notes)
+    out << "note: " << n << "\n";
+}
+
+int run_calibrate(const CalibrateCliOptions& o)
+{
+  calibration::CalibrateOptions options;
+  options.system = o.system;
+  options.description = o.description;
+  if (!o.intra_node_link.empty()) {
+    const auto k = calibration::link_kind_from_string(o.intra_node_link);
+    if (!k || *k == calibration::LinkKind::Network)
+      throw InputError({"", 0, "--intra-node-link"}, fmt::format("'{}' is not nvlink or pcie", o.intra_node_link),
+                       "write --intra-node-link nvlink or --intra-node-link pcie");
+    options.intra_node_link = k;
+  }
+  if (o.max_pieces < 1)
+    throw InputError({"", 0, "--max-pieces"}, "at least one piece is needed", "write --max-pieces 1 or more");
+  if (!(o.split_above >= 0))
+    throw InputError({"", 0, "--split-above"}, "the split threshold is a relative error >= 0",
+                     "write e.g. --split-above 0.05 for 5%");
+  options.piecewise.max_pieces = o.max_pieces;
+  options.piecewise.split_above_max_rel_error = o.split_above;
+  const auto result = calibration::calibrate(o.from, options);
+  calibration::write_profile(result.profile, o.out);
+  print_summary(result, std::cout);
+  std::cout << "wrote " << o.out << "\n";
+  return 0;
+}
+
+} // namespace
+
+void add_calibrate_command(CLI::App& app, Action* action)
+{
+  auto opts = std::make_shared<CalibrateCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate",
+      "Fit a profile of a GPU system from measurements: nccl-tests output as all_reduce_perf, all_gather_perf, "
+      "reduce_scatter_perf, broadcast_perf, reduce_perf, alltoall_perf and sendrecv_perf print it (any version; "
+      "keep the header lines, which name the GPUs and the NCCL version), and the CSVs of calibration/cuda/ "
+      "(nccl_sweep, peer_copy, gemm_bench, mem_bench). Per (collective, algorithm, protocol, link kind) it fits "
+      "time = latency + size x busbw factor / busbw, piecewise over size where one line does not fit; links get a "
+      "latency and a bandwidth; GEMM and memory CSVs give a roofline kernel model with fitted efficiencies. Every "
+      "number in the profile names the files it came from and the fit's residual. The profile is written only if "
+      "every input is valid (truncated logs, wrong results, mixed GPU models or NCCL versions, too few sizes are "
+      "refused with the file, line and fix; exit code 2). The algorithm and protocol of a log come from "
+      "NCCL_ALGO / NCCL_PROTO lines in it, or from its file name (e.g. all_reduce_ring_ll128.log); otherwise "
+      "'auto' (NCCL's own choice).");
+  cmd->add_option("--from", opts->from, "nccl-tests logs, calibration CSVs, or folders holding them")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--out", opts->out, "profile YAML to write (written to OUT.tmp, then renamed)")->required();
+  cmd->add_option("--system", opts->system, "system name in the profile (default: calibrated_<gpu model>)");
+  cmd->add_option("--description", opts->description, "free text stored in the profile");
+  cmd->add_option("--intra-node-link", opts->intra_node_link,
+                  "link kind of single-node measurements, nvlink or pcie (default: from the GPU's name)");
+  cmd->add_option("--max-pieces", opts->max_pieces, "most pieces per collective fit (default 4)");
+  cmd->add_option("--split-above", opts->split_above,
+                  "split a piece whose worst point is off by more than this relative error (default 0.05)");
+  cmd->callback([opts, action] { *action = [opts] { return run_calibrate(*opts); }; });
+}
+
+} // namespace railyard::cli
