@@ -221,3 +221,16 @@ TEST(OpGraph, SharedProgramsWithSlotMaps)
   EXPECT_TRUE(find_problems(w).empty());
   EXPECT_EQ(w.communicator_of(3, w.graph_of(3).op(0)), dp_b);
 }
+
+TEST(OpGraph, CommunicatorMembersMustBeRanksOnce)
+{
+  Workload w;
+  w.add_communicator("twice", GroupKind::DP, {0, 1, 0});
+  w.add_communicator("outside", GroupKind::TP, {1, 7});
+  for (int r = 0; r < 2; ++r)
+    w.add_rank(RankGraphBuilder("m" + std::to_string(r)).finish());
+  auto problems = find_problems(w);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_TRUE(mentions(problems[0], "lists rank 0 twice")) << problems[0].what();
+  EXPECT_TRUE(mentions(problems[1], "member 7 is not a rank of the workload (world size 2)")) << problems[1].what();
+}

@@ -425,7 +425,9 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
   const auto ncomm = w.communicators.size();
   std::string first_file = w.ranks.empty() || w.graphs.empty() ? w.source : w.graphs.front()->source_file();
 
-  std::vector<std::vector<int>> group_rank_of(ncomm); // per communicator: global rank -> group rank, lazily
+  // Membership by rank (CSR): the communicators each rank belongs to and its group rank there. Memory grows with
+  // the total number of members, not communicators x world size (thousands of groups at 8,192 ranks).
+  std::vector<std::uint32_t> member_off(static_cast<std::size_t>(world) + 1, 0);
   for (std::size_t c = 0; c < ncomm; ++c) {
     const Communicator& comm = w.communicators[c];
     std::string field = fmt::format("communicator {} '{}'", c, comm.name);
@@ -434,20 +436,43 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
                    "communicator ids must equal their index");
     if (comm.ranks.empty())
       p.add_global(first_file, field, "has no member ranks", "list the global ranks of the group");
-    std::vector<int> seen(world, -1);
-    for (std::size_t i = 0; i < comm.ranks.size(); ++i) {
-      int r = comm.ranks[i];
+    std::vector<int> sorted = comm.ranks;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+      int r = sorted[i];
       if (r < 0 || r >= world) {
         p.add_global(first_file, field,
                      fmt::format("member {} is not a rank of the workload (world size {})", r, world),
                      "list ranks in [0, world size)");
         continue;
       }
-      if (seen[r] >= 0) p.add_global(first_file, field, fmt::format("lists rank {} twice", r), "list each member once");
-      seen[r] = static_cast<int>(i);
+      if (i > 0 && sorted[i - 1] == r) {
+        p.add_global(first_file, field, fmt::format("lists rank {} twice", r), "list each member once");
+        continue;
+      }
+      ++member_off[r + 1];
     }
-    group_rank_of[c] = std::move(seen);
   }
+  if (p.full()) return p.take();
+  for (int r = 0; r < world; ++r)
+    member_off[r + 1] += member_off[r];
+  std::vector<std::pair<int, int>> members(member_off[world]); // (communicator, group rank), per rank
+  {
+    std::vector<std::uint32_t> fill(member_off.begin(), member_off.end() - 1);
+    for (std::size_t c = 0; c < ncomm; ++c)
+      for (std::size_t i = 0; i < w.communicators[c].ranks.size(); ++i)
+        members[fill[w.communicators[c].ranks[i]]++] = {static_cast<int>(c), static_cast<int>(i)};
+  }
+  // Position of communicator c in rank r's membership list, or -1.
+  auto slot_of = [&](int c, int r) -> int {
+    for (std::uint32_t k = member_off[r]; k < member_off[r + 1]; ++k)
+      if (members[k].first == c) return static_cast<int>(k - member_off[r]);
+    return -1;
+  };
+  auto group_rank_of = [&](int c, int r) -> int {
+    int k = slot_of(c, r);
+    return k < 0 ? -1 : members[member_off[r] + k].second;
+  };
   if (p.full()) return p.take();
 
   std::vector<bool> graph_checked(w.graphs.size(), false);
@@ -483,7 +508,7 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
         continue;
       }
       const Communicator& comm = w.communicators[c];
-      int me = group_rank_of[c].empty() ? -1 : group_rank_of[c][r];
+      int me = group_rank_of(c, r);
       if (me < 0) {
         p.add(g, r, i, fmt::format("uses communicator '{}' but rank {} is not one of its members", comm.name, r),
               "use a communicator the rank belongs to");
@@ -520,7 +545,7 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
   if (p.full()) return p.take();
 
   // Every member must issue its communicator's collectives in the first member's order.
-  std::vector<std::size_t> next(ncomm, 0);
+  std::vector<std::size_t> next; // per entry of the rank's membership list: collectives seen so far
   std::vector<bool> reported(ncomm, false);
   auto disagree = [&](int c, int r, const RankGraph& g, OpId i, const std::string& what) {
     reported[c] = true;
@@ -530,15 +555,16 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
   for (int r = 0; r < world && !p.full(); ++r) {
     if (!rank_ok(r)) continue;
     const RankGraph& g = w.graph_of(r);
-    std::fill(next.begin(), next.end(), 0);
+    next.assign(member_off[r + 1] - member_off[r], 0);
     for (OpId i = 0; i < g.size(); ++i) {
       const Op& op = g.op(i);
       if (op.kind != OpKind::Collective) continue;
       int c = w.communicator_of(r, op);
-      if (c < 0 || group_rank_of[c][r] <= 0 || reported[c]) continue;
+      int slot = c < 0 ? -1 : slot_of(c, r);
+      if (slot < 0 || members[member_off[r] + slot].second == 0 || reported[c]) continue;
       const auto& ref = reference[c];
       const Communicator& comm = w.communicators[c];
-      std::size_t k = next[c]++;
+      std::size_t k = next[slot]++;
       bool rooted = op.collective() == CollectiveKind::Broadcast || op.collective() == CollectiveKind::Reduce;
       CollectiveSig mine{op.collective(), op.bytes.value(), rooted ? op.peer : -1, r, i};
       if (k >= ref.size()) {
@@ -559,16 +585,17 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
                              rg.describe(want.op)));
       }
     }
-    for (std::size_t c = 0; c < ncomm && !p.full(); ++c) {
-      if (reported[c] || group_rank_of[c].empty() || group_rank_of[c][r] <= 0 || next[c] >= reference[c].size())
-        continue;
-      const CollectiveSig& want = reference[c][next[c]];
+    for (std::uint32_t k = member_off[r]; k < member_off[r + 1] && !p.full(); ++k) {
+      const auto [c, me] = members[k];
+      const std::size_t seen = next[k - member_off[r]];
+      if (reported[c] || me == 0 || seen >= reference[c].size()) continue;
+      const CollectiveSig& want = reference[c][seen];
       const RankGraph& rg = w.graph_of(want.rank);
       reported[c] = true;
       p.add_global(g.source_file(), fmt::format("rank {}", r),
                    fmt::format("ranks disagree on a collective: rank {} issues {} collectives on communicator '{}' but "
                                "rank {} issues {} (the first missing one is {} at {} {})",
-                               r, next[c], w.communicators[c].name, want.rank, reference[c].size(), describe_sig(want),
+                               r, seen, w.communicators[c].name, want.rank, reference[c].size(), describe_sig(want),
                                rg.source_file(), rg.describe(want.op)),
                    "every member of a communicator must issue the same collectives in the same order");
     }
