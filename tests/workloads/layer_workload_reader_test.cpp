@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -345,4 +346,51 @@ TEST(LayerWorkloadErrors, MissingGpuCountAndBadFieldCount)
     EXPECT_TRUE(has(e.what(), "has 13 fields, not 12")) << e.what();
     EXPECT_EQ(e.where().line, 3);
   }
+}
+
+TEST(AicbPhysicalReader, EveryCsvLoadsWithItsRowsAsCollectives)
+{
+  const std::string dir = kSimai + "/aicb_physical_model_workload";
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".csv") continue;
+    ++files;
+    const std::string path = e.path().string();
+    // Independent count: every row after the two header lines except AICB's epoch_end markers, `count` times;
+    // sizes are the msg_size column; the group size is the comm_group_size column.
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    std::getline(in, line);
+    std::vector<double> sizes;
+    std::map<std::string, std::size_t> group_size;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream s(line);
+      for (std::string x; std::getline(s, x, ',');)
+        f.push_back(x);
+      if (f.size() < 12 || f[0] == "CommType.epoch_end") continue;
+      for (int k = 0; k < std::stoi(f[11]); ++k)
+        sizes.push_back(std::stod(f[3]));
+      group_size[f[1]] = std::stoul(f[2]);
+    }
+    Workload w = read_aicb_physical_workload(path);
+    ASSERT_EQ(w.world_size(), 128) << path; // "[rank0 ~ rank127]"
+    const RankGraph& g = w.graph_of(77);
+    std::vector<double> got;
+    for (OpId i = 0; i < g.size(); ++i) {
+      const Op& op = g.op(i);
+      ASSERT_EQ(op.kind, OpKind::Collective);
+      got.push_back(op.bytes.value());
+      const Communicator& c = w.communicators[w.communicator_of(77, op)];
+      if (c.kind == GroupKind::TP) {
+        EXPECT_EQ(c.ranks.size(), group_size["CommGroup.tp_group"]) << path;
+      }
+      if (c.kind == GroupKind::DP) {
+        EXPECT_EQ(c.ranks.size(), group_size["CommGroup.dp_group"]) << path;
+      }
+    }
+    EXPECT_EQ(got, sizes) << path;
+  }
+  EXPECT_EQ(files, 2);
 }

@@ -55,5 +55,10 @@ Workload read_simai_workload(const std::string& path, const LayerWorkloadOptions
 /// ASTRA-sim 1.0 text workload (inputs/workload/ASTRA-sim-1.0/*.txt): DATA, MODEL, HYBRID_DATA_MODEL,
 /// HYBRID_MODEL_DATA, HYBRID_CUSTOMIZED, HYBRID_TRANSFORMER, HYBRID_TRANSFORMER_FWD_IN_BCKWD, HYBRID_DLRM, MICRO.
 Workload read_astrasim1_workload(const std::string& path, const LayerWorkloadOptions& options = {});
+/// AICB "physical" workload CSV (aicb workload/physical/...): "[rank0 ~ rankN]", a header, then one row per
+/// collective (comm_type, comm_group, comm_group_size, msg_size, stage, dst, src, ..., count). Collectives only, in
+/// order on one stream; groups in Megatron's rank order from the tp/dp/ep/pp group sizes. Uses
+/// LayerWorkloadOptions::world_size when set, else the rank range.
+Workload read_aicb_physical_workload(const std::string& path, const LayerWorkloadOptions& options = {});
 
 } // namespace railyard::workloads

@@ -1,0 +1,239 @@
+// AICB "physical" workloads (aliyun/aicb workload/physical/...): the collectives one rank issues, in order, as CSV.
+#include "railyard/workloads/readers.hpp"
+
+#include "file_io.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace railyard::workloads {
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line)
+{
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : line) {
+    if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+enum Slot : int { kWorld, kTpGroup, kDpGroup, kEpGroup, kPpGroup, kSlotCount };
+
+class AicbPhysicalReader {
+public:
+  AicbPhysicalReader(std::string path, LayerWorkloadOptions options) : path_(std::move(path)), options_(options) {}
+
+  Workload read()
+  {
+    std::ifstream in(path_);
+    if (!in) fail(0, "", "cannot open the file", "check the path and that it is readable");
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);)
+      lines.push_back(l);
+    static const std::regex ranks_re(R"(^\s*\[\s*rank(\d+)\s*~\s*rank(\d+)\s*\]\s*$)");
+    std::smatch m;
+    if (lines.empty() || !std::regex_match(lines[0], m, ranks_re))
+      fail(1, "ranks", "the first line must be the rank range, as AICB writes it: [rank0 ~ rankN]",
+           "give an AICB physical workload CSV");
+    world_ = options_.world_size > 0 ? options_.world_size : std::stoi(m[2]) - std::stoi(m[1]) + 1;
+    if (lines.size() < 2) fail(2, "header", "the second line must name the columns", "keep AICB's header line");
+    auto header = split_csv(lines[1]);
+    auto col = [&](const char* name) {
+      for (std::size_t i = 0; i < header.size(); ++i)
+        if (header[i] == name) return i;
+      fail(2, name, fmt::format("no '{}' column", name), "keep AICB's columns");
+    };
+    const std::size_t c_type = col("comm_type"), c_group = col("comm_group"), c_gsize = col("comm_group_size"),
+                      c_size = col("msg_size"), c_stage = col("stage"), c_src = col("src"), c_count = col("count");
+
+    struct Row {
+      int line;
+      CollectiveKind kind;
+      Slot slot;
+      double bytes;
+      int root;
+      int count;
+      std::string name;
+    };
+    std::vector<Row> rows;
+    for (std::size_t li = 2; li < lines.size(); ++li) {
+      const int line = static_cast<int>(li + 1);
+      if (lines[li].find_first_not_of(" \t\r") == std::string::npos) continue;
+      auto f = split_csv(lines[li]);
+      if (f.size() != header.size())
+        fail(line, "row", fmt::format("{} fields where the header names {}", f.size(), header.size()),
+             "keep one value per column");
+      std::string type = f[c_type];
+      if (type.rfind("CommType.", 0) == 0) type = type.substr(9);
+      if (type == "epoch_end") continue; // AICB's iteration marker
+      static const std::map<std::string, CollectiveKind> kinds = {{"all_reduce", CollectiveKind::AllReduce},
+                                                                  {"all_gather", CollectiveKind::AllGather},
+                                                                  {"reduce_scatter", CollectiveKind::ReduceScatter},
+                                                                  {"broadcast", CollectiveKind::Broadcast},
+                                                                  {"reduce", CollectiveKind::Reduce},
+                                                                  {"all_to_all", CollectiveKind::AllToAll},
+                                                                  {"alltoall", CollectiveKind::AllToAll}};
+      auto k = kinds.find(type);
+      if (k == kinds.end())
+        fail(line, "comm_type", fmt::format("unknown or unsupported communication type '{}'", f[c_type]),
+             "use all_reduce, all_gather, reduce_scatter, broadcast, reduce or all_to_all (point-to-point rows "
+             "name no peer pairing and are not read)");
+      std::string group = f[c_group];
+      if (group.rfind("CommGroup.", 0) == 0) group = group.substr(10);
+      static const std::map<std::string, Slot> slots = {{"tp_group", kTpGroup}, {"dp_group", kDpGroup},
+                                                        {"ep_group", kEpGroup}, {"pp_group", kPpGroup},
+                                                        {"None", kWorld},       {"", kWorld}};
+      auto s = slots.find(group);
+      if (s == slots.end())
+        fail(line, "comm_group", fmt::format("unknown communication group '{}'", f[c_group]),
+             "use tp_group, dp_group, ep_group or pp_group");
+      if (s->second != kWorld) {
+        int gs = integer(f[c_gsize], line, "comm_group_size");
+        int& known = size_[s->second];
+        if (known != 0 && known != gs)
+          fail(line, "comm_group_size", fmt::format("{} has size {} here but {} before", group, gs, known),
+               "give every row of a group the same size");
+        known = gs;
+      }
+      int root = -1;
+      if (k->second == CollectiveKind::Broadcast || k->second == CollectiveKind::Reduce)
+        root = f[c_src] == "None" || f[c_src].empty() ? 0 : integer(f[c_src], line, "src");
+      auto bytes = static_cast<double>(whole(f[c_size], line, "msg_size")); // 6.4 GB rows do not fit an int
+      int count = f[c_count].empty() || f[c_count] == "None" ? 1 : integer(f[c_count], line, "count");
+      rows.push_back({line, k->second, s->second, bytes, root, count, f[c_stage] + " " + type});
+    }
+    layout();
+    RankGraphBuilder b(path_, SourceKind::Line);
+    b.set_stream_label(0, "nccl");
+    for (const auto& r : rows) {
+      for (int i = 0; i < r.count; ++i) {
+        // AICB's src is the root's rank in its group (0 for Megatron's TP broadcasts); out of range is caught below.
+        OpId id = b.add(Op::make_collective(r.kind, Bytes(r.bytes), r.slot, r.root, 0), r.name);
+        b.set_source_id(id, static_cast<std::uint64_t>(r.line));
+      }
+      group_of(r.slot);
+    }
+    w_.graphs.push_back(std::make_shared<const RankGraph>(b.finish()));
+    for (int r = 0; r < world_; ++r) {
+      Workload::Rank rk;
+      rk.comm_map.assign(kSlotCount, -1);
+      for (int s = 0; s < kSlotCount; ++s)
+        if (!comm_of_[s].empty()) rk.comm_map[s] = comm_of_[s][r];
+      w_.ranks.push_back(std::move(rk));
+    }
+    w_.source = path_;
+    w_.notes.push_back("AICB physical workload: collectives only, issued one after another on one stream; no compute");
+    validate(w_);
+    return std::move(w_);
+  }
+
+private:
+  [[noreturn]] void fail(int line, const std::string& field, std::string rule, std::string fix)
+  {
+    throw InputError({path_, line, field}, std::move(rule), std::move(fix));
+  }
+
+  long long whole(const std::string& tok, int line, const std::string& field)
+  {
+    try {
+      std::size_t used = 0;
+      long long v = std::stoll(tok, &used);
+      if (used == tok.size() && v >= 0) return v;
+    } catch (const std::exception&) {
+    }
+    fail(line, field, fmt::format("'{}' is not a non-negative integer", tok), "write a whole number");
+  }
+
+  int integer(const std::string& tok, int line, const std::string& field)
+  {
+    long long v = whole(tok, line, field);
+    if (v > INT32_MAX) fail(line, field, fmt::format("{} is too large", v), "write a smaller number");
+    return static_cast<int>(v);
+  }
+
+  // Megatron's order: rank = tp + TP * (dp + DP * pp); EP blocks inside each DP group.
+  void layout()
+  {
+    tp_ = size_[kTpGroup] ? size_[kTpGroup] : 1;
+    dp_ = size_[kDpGroup] ? size_[kDpGroup] : world_ / tp_;
+    if (tp_ <= 0 || dp_ <= 0 || world_ % (tp_ * dp_) != 0)
+      fail(1, "ranks",
+           fmt::format("the parallelism does not divide the GPU count: {} ranks is not a multiple of TP {} x DP {}",
+                       world_, tp_, dp_),
+           "check the rank range and the group sizes");
+    pp_ = world_ / (tp_ * dp_);
+    if (size_[kPpGroup] && size_[kPpGroup] != pp_)
+      fail(1, "pp_group",
+           fmt::format("pp_group size {} but {} ranks / (TP {} x DP {}) = {}", size_[kPpGroup], world_, tp_, dp_, pp_),
+           "check the group sizes");
+    ep_ = size_[kEpGroup] ? size_[kEpGroup] : 1;
+    if (dp_ % ep_ != 0)
+      fail(1, "ep_group",
+           fmt::format("the parallelism does not divide the GPU count: DP {} is not a multiple of EP {}", dp_, ep_),
+           "check the group sizes");
+  }
+
+  void group_of(Slot s)
+  {
+    auto& map = comm_of_[s];
+    if (!map.empty()) return;
+    map.assign(world_, -1);
+    auto key = [&](int r) -> std::array<int, 3> {
+      int tp = r % tp_, dp = (r / tp_) % dp_, pp = r / (tp_ * dp_);
+      switch (s) {
+      case kTpGroup:
+        return {dp, pp, 0};
+      case kDpGroup:
+        return {tp, pp, 0};
+      case kEpGroup:
+        return {tp, pp, dp / ep_};
+      case kPpGroup:
+        return {tp, dp, 0};
+      default:
+        return {0, 0, 0};
+      }
+    };
+    static const std::array<GroupKind, kSlotCount> kinds = {GroupKind::Other, GroupKind::TP, GroupKind::DP,
+                                                            GroupKind::EP, GroupKind::PP};
+    static const std::array<const char*, kSlotCount> labels = {"world", "tp", "dp", "ep", "pp"};
+    std::map<std::array<int, 3>, std::vector<int>> groups;
+    for (int r = 0; r < world_; ++r)
+      groups[key(r)].push_back(r);
+    for (auto& [k, members] : groups) {
+      int id = w_.add_communicator(fmt::format("{} {}", labels[s], w_.communicators.size()), kinds[s], members);
+      for (int r : members)
+        map[r] = id;
+    }
+  }
+
+  std::string path_;
+  LayerWorkloadOptions options_;
+  Workload w_;
+  int world_ = 0, tp_ = 1, dp_ = 1, pp_ = 1, ep_ = 1;
+  std::array<int, kSlotCount> size_{};
+  std::array<std::vector<int>, kSlotCount> comm_of_;
+};
+
+} // namespace
+
+Workload read_aicb_physical_workload(const std::string& path, const LayerWorkloadOptions& options)
+{
+  return AicbPhysicalReader(path, options).read();
+}
+
+} // namespace railyard::workloads
