@@ -290,6 +290,7 @@ class Problems {
 public:
   explicit Problems(std::size_t max) : max_(max) {}
   [[nodiscard]] bool full() const { return out_.size() >= max_; }
+  [[nodiscard]] std::size_t size() const { return out_.size(); }
   void add(const RankGraph& g, int rank, OpId op, std::string rule, std::string fix)
   {
     if (full()) return;
@@ -453,7 +454,8 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
       ++member_off[r + 1];
     }
   }
-  if (p.full()) return p.take();
+  // Bad member lists make the membership tables below meaningless: report them alone.
+  if (p.size() > 0) return p.take();
   for (int r = 0; r < world; ++r)
     member_off[r + 1] += member_off[r];
   std::vector<std::pair<int, int>> members(member_off[world]); // (communicator, group rank), per rank
