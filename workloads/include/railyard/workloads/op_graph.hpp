@@ -4,7 +4,11 @@
 // a list of ops with explicit dependencies and CUDA-stream ordering:
 //   - ops with the same stream id run in increasing op id order (one CUDA stream executes in issue order);
 //   - an op also waits for every op in its dependency list (data and control dependencies);
-//   - ops on stream kUnordered are ordered by their dependencies only.
+//   - ops on stream kUnordered are ordered by their dependencies only;
+//   - a Send completes when its bytes are delivered, without waiting for the peer to issue the matching Recv (as in
+//     ASTRA-sim; Chakra's MSCCL ring traces issue each step's receive after its send); the k-th Send a->b with a tag
+//     matches the k-th Recv on b from a with that tag;
+//   - the members of a communicator issue its collectives in op id order, the same sequence on every member.
 // Producers: the trace readers (readers.hpp) and the Megatron-style generator.
 //
 // Memory: one Op is 40 bytes, plus 4 bytes of CSR offset and 4 bytes per dependency; trace-only data (measured
