@@ -57,7 +57,7 @@ std::pair<LinkKind, std::string> intra_node_link_for(const std::string& gpu_mode
     return {*options.intra_node_link, "single node; link kind given on the command line"};
   if (!recorded.empty())
     if (const auto k = link_kind_from_string(recorded))
-      return {*k, fmt::format("single node; the calibration program found {}", recorded)};
+      return {*k, fmt::format("single node; the CSV records intra_node_link {}", recorded)};
   const std::string m = lower(gpu_model);
   for (const char* pcie_hint : {"pcie", "geforce", "rtx", "quadro", " a10", " l4", " l40", " t4"})
     if (m.find(pcie_hint) != std::string::npos)
@@ -302,7 +302,9 @@ private:
     note_nccl(csv.meta_or("nccl_version"), file, "'# nccl_version:'");
     for (const auto& n : csv.notes)
       notes_.push_back(fmt::format("{}: {}", file, n));
-    if (csv.program == "nccl_sweep")
+    // "published": measurements from a public source transcribed into nccl_sweep's columns (the files under
+    // calibration/profiles/sources/), fitted the same way.
+    if (csv.program == "nccl_sweep" || csv.program == "published")
       add_sweep(csv);
     else if (csv.program == "peer_copy")
       add_peer(csv);
@@ -313,7 +315,7 @@ private:
     else
       throw InputError({file, line_of("program"), "program"},
                        fmt::format("unknown calibration program '{}'", csv.program),
-                       "pass CSVs from nccl_sweep, peer_copy, gemm_bench or mem_bench");
+                       "pass CSVs from nccl_sweep, peer_copy, gemm_bench or mem_bench (or 'published')");
   }
 
   void add_sweep(const CalibrationCsv& csv)
@@ -416,7 +418,8 @@ private:
         c.pieces.push_back(cp);
       }
       c.fit = FitRecord{rounded(pf.quality), g.files};
-      c.source = fmt::format("fitted by railyard calibrate to the out-of-place times of {} size(s) in {}: time = "
+      c.source = fmt::format("fitted by railyard calibrate to the times of {} size(s) (out-of-place where nccl-tests "
+                             "timed both) in {}: time = "
                              "latency + size x nccl-tests busbw factor / busbw, least squares on relative error, "
                              "{} piece(s); link: {}",
                              g.samples.size(), join(g.files), pf.pieces.size(), join(g.link_reasons, "; "));

@@ -521,8 +521,9 @@ std::string profile_to_yaml(const Profile& p)
       out << YAML::Key << "link" << YAML::Value << to_string(c.link);
       out << YAML::Key << "nranks" << YAML::Value << c.nranks;
       out << YAML::Key << "nodes" << YAML::Value << c.nodes;
-      out << YAML::Key << "measured_bytes" << YAML::Value << YAML::Flow << YAML::BeginSeq
-          << num(c.measured_min.value()) << num(c.measured_max.value()) << YAML::EndSeq;
+      if (c.measured_max.value() > 0)
+        out << YAML::Key << "measured_bytes" << YAML::Value << YAML::Flow << YAML::BeginSeq
+            << num(c.measured_min.value()) << num(c.measured_max.value()) << YAML::EndSeq;
       out << YAML::Key << "source" << YAML::Value << c.source;
       if (c.fit)
         emit_fit(out, "fit", *c.fit);

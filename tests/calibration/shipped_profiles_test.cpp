@@ -1,0 +1,179 @@
+// The profiles shipped in calibration/profiles: they read back valid, their fitted entries are what
+// `railyard calibrate` gives from their listed inputs today, and they reproduce the published measurements they
+// cite within the error they record.
+#include "railyard/calibration/calibrate.hpp"
+#include "railyard/calibration/datasheets.hpp"
+#include "railyard/calibration/digest.hpp"
+#include "railyard/calibration/profile.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rc = railyard::calibration;
+namespace fs = std::filesystem;
+using railyard::Bytes;
+using railyard::models::Algorithm;
+using railyard::models::CollectiveKind;
+using railyard::models::Protocol;
+
+namespace {
+
+const std::string kRoot = RAILYARD_SOURCE_DIR;
+
+std::vector<std::string> shipped()
+{
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(kRoot + "/calibration/profiles"))
+    if (e.path().extension() == ".yaml")
+      out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+rc::Profile load(const std::string& name) { return rc::read_profile(kRoot + "/calibration/profiles/" + name); }
+
+// The fitted entry's own recorded worst error, plus the rounding of the recorded parameters (6 significant digits)
+// and of the recorded error (4 significant digits).
+double allowed(const rc::CollectiveFit& c) { return c.fit->quality.max_rel_error * (1 + 1e-3) + 1e-5; }
+
+} // namespace
+
+TEST(ShippedProfiles, AllReadAndCoverLinksAndKernels)
+{
+  const auto files = shipped();
+  ASSERT_EQ(files.size(), 4u);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f);
+    const auto p = rc::read_profile(f);
+    for (auto k : {rc::LinkKind::NvLink, rc::LinkKind::Pcie, rc::LinkKind::Network})
+      EXPECT_NE(p.link(k), nullptr) << rc::to_string(k);
+    ASSERT_TRUE(p.kernel);
+    EXPECT_NE(p.kernel->compute_for(rc::DType::Bf16), nullptr);
+    EXPECT_FALSE(p.collectives.empty());
+    EXPECT_EQ(p.gpus_per_node, 8);
+    EXPECT_EQ(p.system + ".yaml", fs::path(f).filename().string());
+  }
+}
+
+TEST(ShippedProfiles, KernelPeaksMatchTheDatasheetTable)
+{
+  // Two transcriptions of the same datasheets (calibration/src/datasheets.cpp and the YAML files) must agree.
+  for (const auto& f : shipped()) {
+    SCOPED_TRACE(f);
+    const auto p = rc::read_profile(f);
+    const auto* sheet = rc::find_datasheet(p.gpu_model);
+    ASSERT_NE(sheet, nullptr) << p.gpu_model;
+    EXPECT_EQ(p.kernel->memory_bandwidth.value(), sheet->memory_bandwidth_GBps * 1e9);
+    for (const auto& c : p.kernel->compute)
+      EXPECT_NEAR(c.peak_flops, sheet->peak_tflops(c.dtype) * 1e12, 1e6) << rc::to_string(c.dtype);
+  }
+}
+
+TEST(ShippedProfiles, FittedEntriesAreWhatCalibrateGivesToday)
+{
+  for (const auto& f : shipped()) {
+    const auto p = rc::read_profile(f);
+    for (const auto& in : p.inputs) {
+      SCOPED_TRACE(f + ": " + in.path);
+      const std::string text = rc::read_text_file(kRoot + "/" + in.path);
+      EXPECT_EQ(in.bytes, text.size());
+      EXPECT_EQ(in.sha256, rc::sha256_hex(text)); // the source was not edited without refitting
+    }
+    for (const auto& c : p.collectives) {
+      if (!c.fit)
+        continue;
+      SCOPED_TRACE(f + ": " + c.source);
+      std::vector<std::string> inputs;
+      for (const auto& i : c.fit->inputs)
+        inputs.push_back(kRoot + "/" + i);
+      const auto again = rc::calibrate(inputs, {}).profile;
+      const auto* same = again.collective(c.collective, c.algorithm, c.protocol, c.link, c.nranks);
+      ASSERT_NE(same, nullptr);
+      ASSERT_EQ(same->pieces.size(), c.pieces.size());
+      for (size_t i = 0; i < c.pieces.size(); ++i) {
+        EXPECT_EQ(same->pieces[i].from.value(), c.pieces[i].from.value());
+        EXPECT_EQ(same->pieces[i].latency.value(), c.pieces[i].latency.value());
+        EXPECT_EQ(same->pieces[i].busbw.value(), c.pieces[i].busbw.value());
+      }
+      EXPECT_EQ(same->fit->quality.max_rel_error, c.fit->quality.max_rel_error);
+    }
+  }
+}
+
+TEST(ShippedProfiles, A100ReproducesThePublishedAllReduceTimes)
+{
+  // 8x A100 SXM, one node, all_reduce (stas00/ml-engineering, listed in /work/shared/validation/published.md).
+  const std::array<std::pair<double, double>, 5> published{{{32768.0, 43.8e-6},
+                                                            {1048576.0, 101.9e-6},
+                                                            {67108864.0, 684.6e-6},
+                                                            {1073741824.0, 8.20e-3},
+                                                            {17179869184.0, 128e-3}}};
+  const auto p = load("dgx_a100_ib_hdr.yaml");
+  const auto* c = p.collective(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, 8);
+  ASSERT_NE(c, nullptr);
+  double worst = 0;
+  for (const auto& [size, t] : published) {
+    const double predicted = c->time(Bytes(size), 8).value();
+    worst = std::max(worst, std::fabs(predicted - t) / t);
+  }
+  EXPECT_LE(worst, allowed(*c));
+  // The largest size carries the bandwidth: 16 GiB in 128 ms is busbw 2*7/8 * 2^34 / 0.128 = 234.9 GB/s, within
+  // the fit's error of the profile's last piece.
+  EXPECT_NEAR(c->pieces.back().busbw.value() / (1.75 * 17179869184.0 / 0.128), 1.0, allowed(*c));
+}
+
+TEST(ShippedProfiles, H200ReproducesThePublishedAllReduceSweep)
+{
+  // busbw column of stas00/ml-engineering network/benchmarks/results/all-reduce-8xH200.md (8x H200, NCCL 2.27.7),
+  // 32 KiB to 16 GiB by factors of 2; time = size * 2*(8-1)/8 / busbw.
+  const std::array<double, 20> busbw_GBps{1.44,   2.93,   5.73,   11.74,  23.94,  39.93,  64.53,
+                                          107.16, 155.53, 219.89, 275.84, 346.51, 401.93, 436.15,
+                                          450.29, 463.58, 469.17, 473.10, 477.45, 482.26};
+  for (const char* name : {"hgx_h200_ib_ndr.yaml", "hgx_h200_roce_400g.yaml"}) {
+    SCOPED_TRACE(name);
+    const auto p = load(name);
+    const auto* c = p.collective(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, 8);
+    ASSERT_NE(c, nullptr);
+    double size = 32768;
+    for (double bw : busbw_GBps) {
+      const double t = size * 1.75 / (bw * 1e9);
+      EXPECT_LE(std::fabs(c->time(Bytes(size), 8).value() - t) / t, allowed(*c)) << size;
+      size *= 2;
+    }
+    // Published single values at 16 GiB (NCCL 2.27.7): NVLS 480.0, Ring 367.2, all_gather 361.4, reduce_scatter 362.9.
+    const auto busbw = [&](CollectiveKind k, Algorithm a) {
+      return p.collective(k, a, Protocol::Simple, rc::LinkKind::NvLink, 8)->pieces.back().busbw.value();
+    };
+    EXPECT_EQ(busbw(CollectiveKind::AllReduce, Algorithm::Nvls), 480.0e9);
+    EXPECT_EQ(busbw(CollectiveKind::AllReduce, Algorithm::Ring), 367.2e9);
+    EXPECT_EQ(busbw(CollectiveKind::AllGather, Algorithm::Ring), 361.4e9);
+    EXPECT_EQ(busbw(CollectiveKind::ReduceScatter, Algorithm::Ring), 362.9e9);
+  }
+}
+
+TEST(ShippedProfiles, H100NvlsScalesWithTheGpusEngaged)
+{
+  // NVIDIA/nccl issue 1455: NVLS all_reduce busbw 420 / 440 / 460 / 480 GB/s on 5 / 6 / 7 / 8 H100s (2-4 GiB).
+  const auto p = load("dgx_h100_ib_ndr.yaml");
+  const std::array<std::pair<int, double>, 4> published{{{5, 420e9}, {6, 440e9}, {7, 460e9}, {8, 480e9}}};
+  for (const auto& [n, bw] : published) {
+    const auto* c = p.collective(CollectiveKind::AllReduce, Algorithm::Nvls, Protocol::Simple, rc::LinkKind::NvLink, n);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->nranks, n);
+    EXPECT_EQ(c->pieces.back().busbw.value(), bw);
+  }
+  // Ring on NVLink, and one ConnectX-7 through NCCL: ~370 and 46-49 GB/s (NVIDIA/nccl-tests issues 212, 267, 290).
+  EXPECT_EQ(p.collective(CollectiveKind::AllReduce, Algorithm::Ring, Protocol::Simple, rc::LinkKind::NvLink, 8)
+                ->pieces.back()
+                .busbw.value(),
+            370e9);
+  const double net = p.link(rc::LinkKind::Network)->bandwidth.value();
+  EXPECT_GE(net, 46e9);
+  EXPECT_LE(net, 49e9);
+}
