@@ -16,6 +16,9 @@ std::uint64_t pair_key(int src, int dst) { return (static_cast<std::uint64_t>(sr
 EcmpZone::EcmpZone(const topo::Topology& topology, std::uint64_t seed, bool pxn)
     : NetZoneImpl("railyard"), topology_(topology), seed_(seed), pxn_(pxn)
 {
+  const auto& s = topology_.spec();
+  const double inter = 2 * (s.pcie_latency.value() + s.nic_latency.value());
+  base_latency_ = s.nvswitch && s.gpus_per_node > 1 ? std::min(2 * s.nvlink_latency.value(), inter) : inter;
 }
 
 void EcmpZone::build()
@@ -40,8 +43,10 @@ void EcmpZone::build()
 }
 
 void EcmpZone::get_local_route(const sg::kernel::routing::NetPoint* src, const sg::kernel::routing::NetPoint* dst,
-                               sg::kernel::routing::Route* into, double* /*latency*/)
+                               sg::kernel::routing::Route* into, double* latency)
 {
+  if (latency)
+    *latency += base_latency_;
   const int s = gpu_of_netpoint_.at(src);
   const int d = gpu_of_netpoint_.at(dst);
   const std::uint64_t k = flows_per_pair_[pair_key(s, d)]++;
@@ -49,7 +54,12 @@ void EcmpZone::get_local_route(const sg::kernel::routing::NetPoint* src, const s
     into->link_list_.push_back(links_[id]->get_impl());
 }
 
-SimGridNetwork::SimGridNetwork(const topo::Topology& topology, bool pxn) : topology_(topology), pxn_(pxn) {}
+SimGridNetwork::SimGridNetwork(const topo::Topology& topology, bool pxn, const EcmpZone& zone)
+    : topology_(topology), pxn_(pxn), base_latency_(zone.base_latency()), senders_(zone.hosts().size())
+{
+  for (std::size_t g = 0; g < zone.hosts().size(); ++g)
+    gpu_of_host_[zone.hosts()[g]] = static_cast<int>(g);
+}
 
 sg::s4u::Mailbox* SimGridNetwork::mailbox(int src, int dst, std::uint64_t tag)
 {
@@ -57,6 +67,7 @@ sg::s4u::Mailbox* SimGridNetwork::mailbox(int src, int dst, std::uint64_t tag)
   auto it = mailboxes_.find(key);
   if (it != mailboxes_.end())
     return it->second;
+  // Mailbox::by_name is a simcall: other actors run before it returns, so the map learns the mailbox only after.
   auto* mb = sg::s4u::Mailbox::by_name(fmt::format("{}>{}#{}", src, dst, tag));
   mailboxes_.emplace(key, mb);
   return mb;
@@ -69,8 +80,10 @@ double SimGridNetwork::pair_latency(int src, int dst)
   auto it = latencies_.find(key);
   if (it != latencies_.end())
     return it->second;
-  const double lat = topology_.path_latency(topology_.route(src, dst, 0, 0, pxn_)).value();
-  latencies_.emplace(key, lat);
+  const double lat = topology_.path_latency(topology_.route(src, dst, 0, 0, pxn_)).value() - base_latency_;
+  if (lat < -1e-15)
+    throw std::logic_error(fmt::format("path {}->{} is shorter than the base latency", src, dst));
+  latencies_.emplace(key, std::max(0.0, lat));
   return lat;
 }
 
@@ -99,8 +112,11 @@ void SimGridNetwork::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
   if (src == dst)
     throw std::logic_error("isend: a GPU cannot send to itself through the network");
   const auto size = static_cast<std::uint64_t>(std::max(0.0, bytes.value()));
-  // The payload pointer carries the simulated size itself, so the receiver can account for the bytes it got.
+  // The payload pointer carries the simulated size itself, so the receiver can account for the bytes it got. The
+  // send is detached: SimGrid 3.32 drops a finished detached comm from its sender's activity list, while a kept
+  // one would stay there until its sender waits on it, and that list is searched linearly at every completion.
   mailbox(src, dst, tag)->put_init(reinterpret_cast<void*>(static_cast<std::uintptr_t>(size)), size)->detach();
+  senders_[src].in_flight++;
   totals_.flows_sent++;
   totals_.bytes_sent += static_cast<double>(size);
 }
@@ -110,6 +126,7 @@ RequestId SimGridNetwork::irecv(int dst, int src, std::uint64_t tag)
   const RequestId id = allocate();
   Request& r = requests_[id];
   r.latency = pair_latency(src, dst);
+  r.src = src;
   r.comm = mailbox(src, dst, tag)->get_async<void>(&r.payload);
   return id;
 }
@@ -163,11 +180,24 @@ std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
     }
     const double timeout = best < ids.size() ? best_t - now : -1.0;
     const ssize_t done = sg::s4u::Comm::wait_any_for(comms, timeout);
-    if (done >= 0) {
-      Request& r = requests_[ids[comm_pos[static_cast<std::size_t>(done)]]];
-      r.arrival = sg::s4u::Engine::get_clock() + r.latency;
-    }
+    if (done < 0)
+      continue;
+    Request& r = requests_[ids[comm_pos[static_cast<std::size_t>(done)]]];
+    r.arrival = sg::s4u::Engine::get_clock() + r.latency;
+    Sender& sender = senders_[r.src];
+    if (--sender.in_flight == 0 && sender.drained)
+      sender.drained->release();
   }
+}
+
+void SimGridNetwork::wait_sends()
+{
+  Sender& me = senders_[gpu_of_host_.at(sg::s4u::this_actor::get_host())];
+  if (me.in_flight == 0)
+    return;
+  me.drained = sg::s4u::Semaphore::create(0);
+  me.drained->acquire();
+  me.drained = nullptr;
 }
 
 Seconds SimGridNetwork::now() const { return Seconds(sg::s4u::Engine::get_clock()); }

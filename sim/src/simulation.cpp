@@ -47,7 +47,7 @@ Simulation::Simulation(const topo::Topology& topology, SimulationConfig config)
   impl_->engine = std::make_unique<sg::s4u::Engine>(&argc, argv.data());
   impl_->zone = new EcmpZone(topology_, config_.seed, config_.pxn);
   impl_->zone->build();
-  impl_->network = std::make_unique<SimGridNetwork>(topology_, config_.pxn);
+  impl_->network = std::make_unique<SimGridNetwork>(topology_, config_.pxn, *impl_->zone);
 }
 
 Simulation::~Simulation() = default;
@@ -58,6 +58,7 @@ void Simulation::spawn(int gpu, const std::string& name, std::function<void()> b
 {
   impl_->actors.push_back(sg::s4u::Actor::create(name, impl_->zone->host(gpu), [this, b = std::move(body)] {
     b();
+    impl_->network->wait_sends();
     ++impl_->finished;
   }));
 }

@@ -1,0 +1,70 @@
+// Benchmark: simulate NCCL ring all-reduce on large rail-optimized clusters with the SimGrid backend and report wall
+// time and peak memory per size, as ratios against a baseline size run in the same invocation. Each size runs in its
+// own child process, so its peak memory is its own.
+//
+//   bench_ring_allreduce [--gpus 64,1024,8192] [--size-per-gpu 1MiB] [--channels 1]
+//
+// The message is size-per-gpu x GPUs, so every run has one chunk loop and every ring step moves size-per-gpu /
+// channels bytes per flow: the flow count, 2 (n-1) n channels, is what grows.
+#include "railyard/common/child_process.hpp"
+#include "railyard/models/lowering.hpp"
+#include "railyard/sim/collective_runner.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <numeric>
+
+using namespace railyard;
+
+int main(int argc, char** argv)
+{
+  CLI::App app{"Ring all-reduce simulation benchmark (SimGrid backend)"};
+  std::vector<int> sizes{64, 1024, 8192};
+  std::string per_gpu = "256 KiB";
+  int channels = 1;
+  double precision = 1e-9;
+  app.add_option("--gpus", sizes, "GPU counts; the first is the baseline")->delimiter(',');
+  app.add_option("--size-per-gpu", per_gpu, "all-reduce bytes per GPU");
+  app.add_option("--channels", channels, "NCCL channels");
+  app.add_option("--precision", precision, "SimGrid surf/precision in seconds");
+  CLI11_PARSE(app, argc, argv);
+  const Bytes per(parse_bytes(per_gpu));
+
+  fmt::print("{:>6} {:>12} {:>14} {:>12} {:>12} {:>12} {:>10} {:>10}\n", "gpus", "flows", "simulated(ms)", "wall(s)",
+             "peak(MiB)", "flows/s", "wall/base", "mem/base");
+  double base_wall = 0, base_mem = 0;
+  for (int n : sizes) {
+    topo::ClusterSpec spec;
+    spec.kind = topo::ClusterKind::RailOptimized;
+    spec.gpus_per_node = 8;
+    spec.nodes = n / 8;
+    spec.leaf_downlinks = 32;
+
+    const auto r = run_in_child([&] {
+      const topo::Topology t = topo::build_topology(spec);
+      models::CollectiveCall call;
+      call.kind = models::CollectiveKind::AllReduce;
+      call.bytes = per * static_cast<double>(n);
+      call.ranks.resize(n);
+      std::iota(call.ranks.begin(), call.ranks.end(), 0);
+      call.algorithm = models::Algorithm::Ring;
+      call.protocol = models::Protocol::Simple;
+      call.channels = channels;
+      sim::SimulationConfig config;
+      config.time_precision = precision;
+      sim::Simulation s(t, config);
+      const auto timings = sim::run_schedules(s, {models::lower({call, 8, Seconds(0)})});
+      return std::vector<double>{timings[0].duration().value(), double(s.network().totals().flows_received)};
+    });
+    if (base_wall == 0) {
+      base_wall = r.wall_seconds;
+      base_mem = r.max_rss_bytes;
+    }
+    fmt::print("{:>6} {:>12.0f} {:>14.4f} {:>12.2f} {:>12.1f} {:>12.0f} {:>10.1f} {:>10.2f}\n", n, r.values[1],
+               r.values[0] * 1e3, r.wall_seconds, r.max_rss_bytes / (1024.0 * 1024), r.values[1] / r.wall_seconds,
+               r.wall_seconds / base_wall, r.max_rss_bytes / base_mem);
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,89 @@
+#include "railyard/common/child_process.hpp"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace railyard {
+namespace {
+
+bool write_all(int fd, const void* data, std::size_t n)
+{
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w <= 0)
+      return false;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, std::size_t n)
+{
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t r = read(fd, p, n);
+    if (r <= 0)
+      return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+} // namespace
+
+ChildResult run_in_child(const std::function<std::vector<double>()>& fn)
+{
+  int fds[2];
+  if (pipe(fds) != 0)
+    throw std::runtime_error("run_in_child: pipe() failed");
+  std::fflush(nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0)
+    throw std::runtime_error("run_in_child: fork() failed");
+  if (pid == 0) {
+    close(fds[0]);
+    int code = 0;
+    try {
+      const std::vector<double> out = fn();
+      const std::size_t n = out.size();
+      if (!write_all(fds[1], &n, sizeof n) || !write_all(fds[1], out.data(), n * sizeof(double)))
+        code = 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child process failed: %s\n", e.what());
+      code = 1;
+    }
+    close(fds[1]);
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  close(fds[1]);
+  ChildResult result;
+  std::size_t n = 0;
+  if (read_all(fds[0], &n, sizeof n)) {
+    result.values.resize(n);
+    if (!read_all(fds[0], result.values.data(), n * sizeof(double)))
+      result.values.clear();
+  }
+  close(fds[0]);
+  int status = 0;
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.max_rss_bytes = static_cast<double>(usage.ru_maxrss) * 1024.0; // Linux reports kilobytes
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("run_in_child: the child process failed (wait status " + std::to_string(status) + ")");
+  return result;
+}
+
+} // namespace railyard
