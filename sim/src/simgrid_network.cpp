@@ -55,7 +55,7 @@ void EcmpZone::get_local_route(const sg::kernel::routing::NetPoint* src, const s
 }
 
 SimGridNetwork::SimGridNetwork(const topo::Topology& topology, bool pxn, const EcmpZone& zone)
-    : topology_(topology), pxn_(pxn), base_latency_(zone.base_latency()), senders_(zone.hosts().size())
+    : topology_(topology), pxn_(pxn), base_latency_(zone.base_latency()), sends_(zone.hosts().size())
 {
   for (std::size_t g = 0; g < zone.hosts().size(); ++g)
     gpu_of_host_[zone.hosts()[g]] = static_cast<int>(g);
@@ -112,11 +112,9 @@ void SimGridNetwork::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
   if (src == dst)
     throw std::logic_error("isend: a GPU cannot send to itself through the network");
   const auto size = static_cast<std::uint64_t>(std::max(0.0, bytes.value()));
-  // The payload pointer carries the simulated size itself, so the receiver can account for the bytes it got. The
-  // send is detached: SimGrid 3.32 drops a finished detached comm from its sender's activity list, while a kept
-  // one would stay there until its sender waits on it, and that list is searched linearly at every completion.
-  mailbox(src, dst, tag)->put_init(reinterpret_cast<void*>(static_cast<std::uintptr_t>(size)), size)->detach();
-  senders_[src].in_flight++;
+  // The payload pointer carries the simulated size itself, so the receiver can account for the bytes it got.
+  void* payload = reinterpret_cast<void*>(static_cast<std::uintptr_t>(size));
+  sends_[src].push_back(mailbox(src, dst, tag)->put_async(payload, size));
   totals_.flows_sent++;
   totals_.bytes_sent += static_cast<double>(size);
 }
@@ -126,7 +124,6 @@ RequestId SimGridNetwork::irecv(int dst, int src, std::uint64_t tag)
   const RequestId id = allocate();
   Request& r = requests_[id];
   r.latency = pair_latency(src, dst);
-  r.src = src;
   r.comm = mailbox(src, dst, tag)->get_async<void>(&r.payload);
   return id;
 }
@@ -142,6 +139,7 @@ std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
 {
   std::vector<sg::s4u::CommPtr> comms;
   std::vector<std::size_t> comm_pos;
+  auto& my_sends = sends_[gpu_of_host_.at(sg::s4u::this_actor::get_host())];
   while (true) {
     // The earliest request whose completion time is known.
     std::size_t best = ids.size();
@@ -172,6 +170,8 @@ std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
         comm_pos.push_back(i);
       }
     }
+    const std::size_t receives = comms.size();
+    comms.insert(comms.end(), my_sends.begin(), my_sends.end());
     if (comms.empty()) {
       if (best == ids.size())
         throw std::logic_error("wait_any: nothing to wait for");
@@ -182,22 +182,25 @@ std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
     const ssize_t done = sg::s4u::Comm::wait_any_for(comms, timeout);
     if (done < 0)
       continue;
-    Request& r = requests_[ids[comm_pos[static_cast<std::size_t>(done)]]];
-    r.arrival = sg::s4u::Engine::get_clock() + r.latency;
-    Sender& sender = senders_[r.src];
-    if (--sender.in_flight == 0 && sender.drained)
-      sender.drained->release();
+    const auto d = static_cast<std::size_t>(done);
+    if (d < receives) {
+      Request& r = requests_[ids[comm_pos[d]]];
+      r.arrival = sg::s4u::Engine::get_clock() + r.latency;
+    } else {
+      my_sends[d - receives] = my_sends.back();
+      my_sends.pop_back();
+    }
   }
 }
 
 void SimGridNetwork::wait_sends()
 {
-  Sender& me = senders_[gpu_of_host_.at(sg::s4u::this_actor::get_host())];
-  if (me.in_flight == 0)
-    return;
-  me.drained = sg::s4u::Semaphore::create(0);
-  me.drained->acquire();
-  me.drained = nullptr;
+  auto& my_sends = sends_[gpu_of_host_.at(sg::s4u::this_actor::get_host())];
+  while (!my_sends.empty()) {
+    const auto done = static_cast<std::size_t>(sg::s4u::Comm::wait_any(my_sends));
+    my_sends[done] = my_sends.back();
+    my_sends.pop_back();
+  }
 }
 
 Seconds SimGridNetwork::now() const { return Seconds(sg::s4u::Engine::get_clock()); }

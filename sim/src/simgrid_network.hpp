@@ -59,7 +59,6 @@ public:
 private:
   struct Request {
     simgrid::s4u::CommPtr comm; ///< null for timers
-    int src = -1;               ///< sending GPU of a receive
     double arrival = -1;        ///< simulated time the request completes; -1 until known
     double latency = 0;         ///< path latency added after the transfer ends
     void* payload = nullptr;
@@ -77,13 +76,10 @@ private:
   std::unordered_map<std::uint64_t, simgrid::s4u::Mailbox*> mailboxes_;
 
   std::unordered_map<std::uint64_t, double> latencies_;
-  /// Per GPU: sends whose transfer has not ended, and the semaphore its actor sleeps on in wait_sends(). Sends are
-  /// detached, and SimGrid 3.32 crashes when a receiver matches a detached send whose actor has already ended.
-  struct Sender {
-    std::uint64_t in_flight = 0;
-    simgrid::s4u::SemaphorePtr drained;
-  };
-  std::vector<Sender> senders_;
+  /// Each GPU's sends still in flight, reaped by its own actor in wait_any(). SimGrid 3.32 keeps a comm in its
+  /// sender's activity list until the sender waits on it, and removes entries with a linear search; detached sends
+  /// (removed by the receiver from that list) made a 512-GPU ring spend a fifth of its time in that search.
+  std::vector<std::vector<simgrid::s4u::CommPtr>> sends_;
   std::unordered_map<const simgrid::s4u::Host*, int> gpu_of_host_;
   std::deque<Request> requests_;
   std::vector<RequestId> free_;

@@ -38,8 +38,8 @@ public:
   /// request is then forgotten and must not be passed again.
   virtual std::size_t wait_any(const std::vector<RequestId>& requests) = 0;
 
-  /// Blocks the calling actor until every transfer it sent has ended. An actor calls it before it ends: a transfer
-  /// keeps its sender alive, as an RDMA write needs its QP until it completes.
+  /// Blocks the calling actor until every transfer it sent has ended. Simulation calls it when an actor's body
+  /// returns: a transfer keeps its sender alive, as an RDMA write needs its QP until it completes.
   virtual void wait_sends() = 0;
 
   [[nodiscard]] virtual Seconds now() const = 0;
