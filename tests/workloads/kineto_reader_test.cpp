@@ -6,6 +6,7 @@
 #include <archive_entry.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>

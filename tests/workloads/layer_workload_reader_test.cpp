@@ -4,6 +4,7 @@
 #include "railyard/workloads/readers.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
