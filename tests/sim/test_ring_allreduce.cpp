@@ -61,6 +61,11 @@ struct RingCase {
   int channels;
 };
 
+void PrintTo(const RingCase& c, std::ostream* os)
+{
+  *os << "n=" << c.n << " bytes=" << c.size_bytes << " channels=" << c.channels;
+}
+
 class RingClosedForm : public ::testing::TestWithParam<RingCase> {};
 
 // T = 2(n-1) (L a + S / (n B)): every one of the 2(n-1) steps of each of the L chunk loops pays the path latency a
