@@ -559,6 +559,12 @@ private:
         if (!t)
           throw InputError({csv.input.path, row.line, "dtype"}, fmt::format("unknown dtype '{}'", csv.text(row, "dtype")),
                            std::string("use one of: ") + kDTypeNames);
+        if (csv.has_column("wrong") && csv.number(row, "wrong") > 0)
+          throw InputError({csv.input.path, row.line, "wrong"},
+                           fmt::format("the {} GEMM's spot check found {} wrong output elements: the result, and so "
+                                       "its time, cannot be trusted",
+                                       csv.text(row, "dtype"), csv.text(row, "wrong")),
+                           "find out why (a faulty GPU, a cuBLAS problem), then rerun gemm_bench");
         const double s = csv.number(row, "time_us") * 1e-6;
         if (s > 0)
           by_type[*t].push_back({csv.number(row, "flops"), csv.number(row, "bytes"), s});
