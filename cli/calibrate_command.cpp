@@ -27,7 +27,10 @@ struct CalibrateCliOptions {
   double split_above = 0.05;
 };
 
-std::string percent(double v) { return fmt::format("{:.2f}%", v * 100.0); }
+std::string percent(double v)
+{
+  return fmt::format("{:.2f}%", v * 100.0);
+}
 
 void print_summary(const calibration::CalibrationResult& r, std::ostream& out)
 {
@@ -38,19 +41,17 @@ void print_summary(const calibration::CalibrationResult& r, std::ostream& out)
     out << fmt::format("{:<15} {:<10} {:<8} {:<8} {:>5} {:>5} {:>6} {:>6} {:>9} {:>9}\n", "collective", "algorithm",
                        "protocol", "link", "ranks", "nodes", "pieces", "points", "rms err", "max err");
     for (const auto& c : p.collectives)
-      out << fmt::format("{:<15} {:<10} {:<8} {:<8} {:>5} {:>5} {:>6} {:>6} {:>9} {:>9}\n",
-                         models::to_string(c.collective), calibration::algorithm_name(c.algorithm),
-                         calibration::protocol_name(c.protocol), calibration::to_string(c.link), c.nranks, c.nodes,
-                         c.pieces.size(), c.fit ? c.fit->quality.points : 0,
-                         c.fit ? percent(c.fit->quality.rms_rel_error) : "-",
-                         c.fit ? percent(c.fit->quality.max_rel_error) : "-");
+      out << fmt::format(
+          "{:<15} {:<10} {:<8} {:<8} {:>5} {:>5} {:>6} {:>6} {:>9} {:>9}\n", models::to_string(c.collective),
+          calibration::algorithm_name(c.algorithm), calibration::protocol_name(c.protocol),
+          calibration::to_string(c.link), c.nranks, c.nodes, c.pieces.size(), c.fit ? c.fit->quality.points : 0,
+          c.fit ? percent(c.fit->quality.rms_rel_error) : "-", c.fit ? percent(c.fit->quality.max_rel_error) : "-");
   }
   for (const auto& l : p.links)
     out << fmt::format("link {:<8} latency {}, bandwidth {}{}\n", calibration::to_string(l.kind),
                        format_seconds(l.latency), format_bandwidth(l.bandwidth),
                        l.fit ? fmt::format(" (fit: {} points, rms {}, max {})", l.fit->quality.points,
-                                           percent(l.fit->quality.rms_rel_error),
-                                           percent(l.fit->quality.max_rel_error))
+                                           percent(l.fit->quality.rms_rel_error), percent(l.fit->quality.max_rel_error))
                              : "");
   if (p.kernel) {
     const auto& k = *p.kernel;
@@ -59,10 +60,10 @@ void print_summary(const calibration::CalibrationResult& r, std::ostream& out)
     for (const auto& c : k.compute)
       out << fmt::format("kernel {:<5} peak {:.1f} TFLOP/s x {:.3f}{}\n", calibration::to_string(c.dtype),
                          c.peak_flops / 1e12, c.efficiency,
-                         c.fit ? fmt::format(" (roofline over {} GEMMs: rms {}, max {})", c.fit->quality.points,
-                                             percent(c.fit->quality.rms_rel_error),
-                                             percent(c.fit->quality.max_rel_error))
-                               : "");
+                         c.fit
+                             ? fmt::format(" (roofline over {} GEMMs: rms {}, max {})", c.fit->quality.points,
+                                           percent(c.fit->quality.rms_rel_error), percent(c.fit->quality.max_rel_error))
+                             : "");
   }
   for (const auto& n : r.notes)
     out << "note: " << n << "\n";

@@ -24,14 +24,14 @@
 namespace railyard::calib {
 
 // These are programs, not library code: a failed CUDA call ends the run with the call, the file and the line.
-#define RY_CUDA(call)                                                                                               \
-  do {                                                                                                              \
-    const cudaError_t ry_err_ = (call);                                                                             \
-    if (ry_err_ != cudaSuccess) {                                                                                   \
-      std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call, cudaGetErrorString(ry_err_),   \
-                   cudaGetErrorName(ry_err_));                                                                      \
-      std::exit(1);                                                                                                 \
-    }                                                                                                               \
+#define RY_CUDA(call)                                                                                                  \
+  do {                                                                                                                 \
+    const cudaError_t ry_err_ = (call);                                                                                \
+    if (ry_err_ != cudaSuccess) {                                                                                      \
+      std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call, cudaGetErrorString(ry_err_),      \
+                   cudaGetErrorName(ry_err_));                                                                         \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 inline std::string format(const char* fmt, ...)
@@ -55,8 +55,7 @@ public:
         std::printf("%s", usage_.c_str());
         std::exit(0);
       }
-      if (a.rfind("--", 0) != 0)
-        fail("unexpected argument '" + a + "'");
+      if (a.rfind("--", 0) != 0) fail("unexpected argument '" + a + "'");
       if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
         values_[a.substr(2)] = argv[++i];
       else
@@ -75,8 +74,7 @@ public:
       bool ok = false;
       for (const char* n : known)
         ok = ok || k == n;
-      if (!ok)
-        fail("unknown option --" + k);
+      if (!ok) fail("unknown option --" + k);
     }
   }
   bool has(const std::string& k) const { return values_.count(k) > 0; }
@@ -88,19 +86,16 @@ public:
   long long integer(const std::string& k, long long fallback) const
   {
     const auto it = values_.find(k);
-    if (it == values_.end())
-      return fallback;
+    if (it == values_.end()) return fallback;
     return parse_size(it->second, k);
   }
   double number(const std::string& k, double fallback) const
   {
     const auto it = values_.find(k);
-    if (it == values_.end())
-      return fallback;
+    if (it == values_.end()) return fallback;
     char* end = nullptr;
     const double v = std::strtod(it->second.c_str(), &end);
-    if (end == it->second.c_str() || *end)
-      fail("--" + k + " needs a number, got '" + it->second + "'");
+    if (end == it->second.c_str() || *end) fail("--" + k + " needs a number, got '" + it->second + "'");
     return v;
   }
   /// "8", "64K", "1M", "8G" (binary multiples, as nccl-tests' -b/-e take them).
@@ -108,15 +103,25 @@ public:
   {
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
-    if (end == s.c_str())
-      fail("--" + k + " needs a size such as 8, 64K, 1M or 8G, got '" + s + "'");
+    if (end == s.c_str()) fail("--" + k + " needs a size such as 8, 64K, 1M or 8G, got '" + s + "'");
     double mult = 1;
     switch (*end) {
-    case 0: break;
-    case 'K': case 'k': mult = 1024.0; break;
-    case 'M': case 'm': mult = 1024.0 * 1024.0; break;
-    case 'G': case 'g': mult = 1024.0 * 1024.0 * 1024.0; break;
-    default: fail("--" + k + ": unknown unit in '" + s + "'");
+    case 0:
+      break;
+    case 'K':
+    case 'k':
+      mult = 1024.0;
+      break;
+    case 'M':
+    case 'm':
+      mult = 1024.0 * 1024.0;
+      break;
+    case 'G':
+    case 'g':
+      mult = 1024.0 * 1024.0 * 1024.0;
+      break;
+    default:
+      fail("--" + k + ": unknown unit in '" + s + "'");
     }
     return static_cast<long long>(v * mult);
   }
@@ -126,8 +131,7 @@ public:
     std::stringstream ss(str(k, fallback));
     std::string item;
     while (std::getline(ss, item, ','))
-      if (!item.empty())
-        out.push_back(item);
+      if (!item.empty()) out.push_back(item);
     return out;
   }
 
@@ -145,8 +149,7 @@ inline Stats stats_of(const std::vector<double>& v)
 {
   Stats s;
   s.n = static_cast<int>(v.size());
-  if (v.empty())
-    return s;
+  if (v.empty()) return s;
   s.min = *std::min_element(v.begin(), v.end());
   s.max = *std::max_element(v.begin(), v.end());
   double sum = 0;
@@ -175,8 +178,7 @@ inline std::string driver_version()
     }
   }
   int v = 0;
-  if (cudaDriverGetVersion(&v) == cudaSuccess)
-    return format("cuda driver api %d", v);
+  if (cudaDriverGetVersion(&v) == cudaSuccess) return format("cuda driver api %d", v);
   return "unknown";
 }
 
@@ -264,12 +266,9 @@ inline std::string peer_link_kind(int a, int b, int* access = nullptr, int* atom
 {
   int can = 0, atom = 0;
   RY_CUDA(cudaDeviceCanAccessPeer(&can, a, b));
-  if (can)
-    RY_CUDA(cudaDeviceGetP2PAttribute(&atom, cudaDevP2PAttrNativeAtomicSupported, a, b));
-  if (access)
-    *access = can;
-  if (atomics)
-    *atomics = atom;
+  if (can) RY_CUDA(cudaDeviceGetP2PAttribute(&atom, cudaDevP2PAttrNativeAtomicSupported, a, b));
+  if (access) *access = can;
+  if (atomics) *atomics = atom;
   return can && atom ? "nvlink" : "pcie";
 }
 

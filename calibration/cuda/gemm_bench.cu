@@ -11,25 +11,25 @@
 
 using namespace railyard::calib;
 
-#define RY_LT(call)                                                                                                 \
-  do {                                                                                                              \
-    const cublasStatus_t ry_st_ = (call);                                                                           \
-    if (ry_st_ != CUBLAS_STATUS_SUCCESS) {                                                                          \
-      std::fprintf(stderr, "%s:%d: %s failed: cuBLAS status %d\n", __FILE__, __LINE__, #call, int(ry_st_));        \
-      std::exit(1);                                                                                                 \
-    }                                                                                                               \
+#define RY_LT(call)                                                                                                    \
+  do {                                                                                                                 \
+    const cublasStatus_t ry_st_ = (call);                                                                              \
+    if (ry_st_ != CUBLAS_STATUS_SUCCESS) {                                                                             \
+      std::fprintf(stderr, "%s:%d: %s failed: cuBLAS status %d\n", __FILE__, __LINE__, #call, int(ry_st_));            \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 namespace {
 
 struct DType {
   const char* name;
-  cudaDataType_t ab;      // A and B
-  cudaDataType_t cd;      // C and D
+  cudaDataType_t ab; // A and B
+  cudaDataType_t cd; // C and D
   cublasComputeType_t compute;
   size_t ab_bytes, cd_bytes;
-  int min_cc;             // major*10 + minor
-  double rel_tolerance;   // for the spot check, relative to sum |a b|
+  int min_cc;           // major*10 + minor
+  double rel_tolerance; // for the spot check, relative to sum |a b|
 };
 
 const DType kTypes[] = {
@@ -60,10 +60,18 @@ __global__ void fill(T* p, size_t n, unsigned seed)
 void fill_any(void* p, size_t n, cudaDataType_t t, unsigned seed, cudaStream_t s)
 {
   switch (t) {
-  case CUDA_R_16BF: fill<<<1024, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), n, seed); break;
-  case CUDA_R_16F: fill<<<1024, 256, 0, s>>>(static_cast<__half*>(p), n, seed); break;
-  case CUDA_R_8F_E4M3: fill<<<1024, 256, 0, s>>>(static_cast<__nv_fp8_e4m3*>(p), n, seed); break;
-  default: fill<<<1024, 256, 0, s>>>(static_cast<float*>(p), n, seed); break;
+  case CUDA_R_16BF:
+    fill<<<1024, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), n, seed);
+    break;
+  case CUDA_R_16F:
+    fill<<<1024, 256, 0, s>>>(static_cast<__half*>(p), n, seed);
+    break;
+  case CUDA_R_8F_E4M3:
+    fill<<<1024, 256, 0, s>>>(static_cast<__nv_fp8_e4m3*>(p), n, seed);
+    break;
+  default:
+    fill<<<1024, 256, 0, s>>>(static_cast<float*>(p), n, seed);
+    break;
   }
   RY_CUDA(cudaGetLastError());
 }
@@ -71,9 +79,12 @@ void fill_any(void* p, size_t n, cudaDataType_t t, unsigned seed, cudaStream_t s
 float to_float(const void* base, size_t i, cudaDataType_t t)
 {
   switch (t) {
-  case CUDA_R_16BF: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
-  case CUDA_R_16F: return __half2float(static_cast<const __half*>(base)[i]);
-  default: return static_cast<const float*>(base)[i];
+  case CUDA_R_16BF:
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+  case CUDA_R_16F:
+    return __half2float(static_cast<const __half*>(base)[i]);
+  default:
+    return static_cast<const float*>(base)[i];
   }
 }
 
@@ -92,8 +103,7 @@ int main(int argc, char** argv)
 {
   Options o(argc, argv, kUsage);
   o.allow({"out", "device", "dtypes", "max-dim", "time-per-shape-ms"});
-  if (!o.has("out"))
-    o.fail("--out is required");
+  if (!o.has("out")) o.fail("--out is required");
   const int dev = static_cast<int>(o.integer("device", 0));
   const long long max_dim = o.integer("max-dim", 16384);
   const double budget_s = o.number("time-per-shape-ms", 100) * 1e-3;
@@ -108,8 +118,7 @@ int main(int argc, char** argv)
     shapes.push_back({d, d, d});
   // Shapes of a transformer layer's projections (tokens x hidden x hidden and the 4x MLP), where they fit.
   for (Shape s : {Shape{8192, 4096, 4096}, Shape{8192, 16384, 4096}, Shape{8192, 4096, 16384}, Shape{2048, 8192, 1024}})
-    if (s.m <= max_dim && s.n <= max_dim && s.k <= max_dim)
-      shapes.push_back(s);
+    if (s.m <= max_dim && s.n <= max_dim && s.k <= max_dim) shapes.push_back(s);
 
   CsvWriter w(o.str("out"), "gemm_bench");
   common_metadata(w, dev, argc, argv);
@@ -129,11 +138,10 @@ int main(int argc, char** argv)
   RY_CUDA(cudaMalloc(&workspace, workspace_bytes));
 
   for (const auto& t : kTypes) {
-    if (std::find(wanted.begin(), wanted.end(), t.name) == wanted.end())
-      continue;
+    if (std::find(wanted.begin(), wanted.end(), t.name) == wanted.end()) continue;
     if (cc < t.min_cc) {
-      w.note(format("%s skipped: compute capability %d.%d has no %s Tensor Core path", t.name, p.major, p.minor,
-                    t.name));
+      w.note(
+          format("%s skipped: compute capability %d.%d has no %s Tensor Core path", t.name, p.major, p.minor, t.name));
       continue;
     }
     for (const auto& sh : shapes) {
@@ -170,8 +178,8 @@ int main(int argc, char** argv)
       const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found);
       const float alpha = 1.0f, beta = 0.0f;
       if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
-        w.note(format("%s %lldx%lldx%lld skipped: cuBLASLt offers no algorithm (status %d)", t.name, sh.m, sh.n,
-                      sh.k, int(hs)));
+        w.note(format("%s %lldx%lldx%lld skipped: cuBLASLt offers no algorithm (status %d)", t.name, sh.m, sh.n, sh.k,
+                      int(hs)));
       } else {
         const auto run = [&] {
           RY_LT(cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, d, lc, d, lc, &heur.algo, workspace,
@@ -211,8 +219,7 @@ int main(int argc, char** argv)
           const double g = to_float(got.data(), 0, t.cd);
           // The output type's own rounding (bf16: 2^-8 relative) plus the type's accumulation tolerance.
           const double out_round = t.cd == CUDA_R_16BF ? 1.0 / 256 : t.cd == CUDA_R_16F ? 1.0 / 2048 : 0;
-          if (!(std::fabs(g - expect) <= t.rel_tolerance * scale + out_round * std::fabs(expect) + 1e-6))
-            ++wrong;
+          if (!(std::fabs(g - expect) <= t.rel_tolerance * scale + out_round * std::fabs(expect) + 1e-6)) ++wrong;
         }
         const Stats st = stats_of(times);
         const double flops = 2.0 * sh.m * sh.n * sh.k;

@@ -25,8 +25,9 @@ __global__ void fill(float* p, size_t n, float v)
     p[i] = v + static_cast<float>(i % 97);
 }
 
-const char* kUsage = "usage: mem_bench --out FILE.csv [--device N] [--min-bytes 1M] [--max-bytes 4G] [--iters 20]\n"
-                     "  Device copies and triad from min to max bytes (per array, doubling), and empty-kernel launches.\n";
+const char* kUsage =
+    "usage: mem_bench --out FILE.csv [--device N] [--min-bytes 1M] [--max-bytes 4G] [--iters 20]\n"
+    "  Device copies and triad from min to max bytes (per array, doubling), and empty-kernel launches.\n";
 
 } // namespace
 
@@ -34,8 +35,7 @@ int main(int argc, char** argv)
 {
   Options o(argc, argv, kUsage);
   o.allow({"out", "device", "min-bytes", "max-bytes", "iters"});
-  if (!o.has("out"))
-    o.fail("--out is required");
+  if (!o.has("out")) o.fail("--out is required");
   const int dev = static_cast<int>(o.integer("device", 0));
   const long long min_bytes = o.integer("min-bytes", 1ll << 20);
   long long max_bytes = o.integer("max-bytes", 4ll << 30);
@@ -101,12 +101,11 @@ int main(int argc, char** argv)
           RY_CUDA(cudaMemcpyAsync(a, b, bytes, cudaMemcpyDeviceToDevice, s));
         else
           triad<<<blocks, 256, 0, s>>>(reinterpret_cast<float4*>(a), reinterpret_cast<const float4*>(b),
-                                        reinterpret_cast<const float4*>(c), 3.0f, bytes / 16);
+                                       reinterpret_cast<const float4*>(c), 3.0f, bytes / 16);
         RY_CUDA(cudaEventRecord(e1, s));
         RY_CUDA(cudaGetLastError());
         const double dt = elapsed_s();
-        if (i >= 0)
-          t.push_back(dt);
+        if (i >= 0) t.push_back(dt);
       }
       const Stats st = stats_of(t);
       const double moved = kind == 0 ? 2.0 * bytes : 3.0 * bytes;
@@ -122,8 +121,7 @@ int main(int argc, char** argv)
     const float expect = (1.0f + static_cast<float>(i % 97)) + 3.0f * (2.0f + static_cast<float>(i % 97));
     wrong += host[i] != expect;
   }
-  if (wrong)
-    w.note(format("triad check: %d of %zu elements wrong", wrong, host.size()));
+  if (wrong) w.note(format("triad check: %d of %zu elements wrong", wrong, host.size()));
   RY_CUDA(cudaFree(a));
   RY_CUDA(cudaFree(b));
   RY_CUDA(cudaFree(c));

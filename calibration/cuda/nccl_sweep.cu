@@ -33,7 +33,8 @@ using namespace railyard::calib;
 namespace {
 
 const char* kUsage =
-    "usage: nccl_sweep --out DIR [--collectives all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,sendrecv]\n"
+    "usage: nccl_sweep --out DIR [--collectives "
+    "all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,sendrecv]\n"
     "                  [--algos auto,Ring,Tree,NVLS,NVLSTree,PAT] [--protos auto,LL,LL128,Simple]\n"
     "                  [--min-bytes 8] [--max-bytes 1G] [--factor 4] [--iters 20] [--warmup 5]\n"
     "                  [--time-per-size-ms 30] [--combo-timeout 300] [--max-seconds S]\n"
@@ -41,15 +42,15 @@ const char* kUsage =
     "  Writes DIR/nccl_sweep_<collective>.csv. 'auto' leaves NCCL_ALGO / NCCL_PROTO unset (NCCL's own choice).\n";
 
 enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, SendRecv };
-const char* kCollNames[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"};
+const char* kCollNames[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                            "reduce",     "alltoall",   "sendrecv"};
 const char* kHeader = "collective,algorithm,protocol,nranks,nodes,size_bytes,count,type,redop,root,time_us,algbw_GBps,"
                       "busbw_GBps,wrong,time_min_us,time_max_us,time_stddev_us,iters";
 
 Coll coll_from(const std::string& s, const Options& o)
 {
   for (int i = 0; i < 7; ++i)
-    if (s == kCollNames[i])
-      return static_cast<Coll>(i);
+    if (s == kCollNames[i]) return static_cast<Coll>(i);
   o.fail("unknown collective '" + s + "'");
 }
 
@@ -57,11 +58,14 @@ Coll coll_from(const std::string& s, const Options& o)
 double bus_factor(Coll c, int n)
 {
   switch (c) {
-  case Coll::AllReduce: return 2.0 * (n - 1) / n;
+  case Coll::AllReduce:
+    return 2.0 * (n - 1) / n;
   case Coll::AllGather:
   case Coll::ReduceScatter:
-  case Coll::AllToAll: return double(n - 1) / n;
-  default: return 1.0;
+  case Coll::AllToAll:
+    return double(n - 1) / n;
+  default:
+    return 1.0;
   }
 }
 
@@ -78,11 +82,15 @@ bool per_rank_count(Coll k, long long size, int n, long long& c, long long& prin
 // ---------------------------------------------------------------------------------------------------------------
 // Data and its check. value(r, i) = (r + 1) * (i % 13 + 1): sums over up to 64 ranks stay exact in float.
 
-__device__ __host__ inline float value(int r, long long i) { return float(r + 1) * float(i % 13 + 1); }
+__device__ __host__ inline float value(int r, long long i)
+{
+  return float(r + 1) * float(i % 13 + 1);
+}
 
 __global__ void init_send(float* send, long long total, int rank)
 {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x)
     send[i] = value(rank, i);
 }
 
@@ -91,21 +99,33 @@ __global__ void check_recv(Coll k, const float* recv, long long c, int rank, int
   const float s = float(n) * float(n + 1) / 2.0f;
   const long long total = (k == Coll::AllGather || k == Coll::AllToAll) ? c * n : c;
   unsigned long long bad = 0;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
     float expect = 0;
     switch (k) {
     case Coll::AllReduce:
-    case Coll::Reduce: expect = s * float(i % 13 + 1); break;
-    case Coll::Broadcast: expect = value(0, i); break;
-    case Coll::AllGather: expect = value(int(i / c), i % c); break;
-    case Coll::ReduceScatter: expect = s * float((rank * c + i) % 13 + 1); break;
-    case Coll::AllToAll: expect = value(int(i / c), rank * c + i % c); break;
-    case Coll::SendRecv: expect = value((rank - 1 + n) % n, i); break;
+    case Coll::Reduce:
+      expect = s * float(i % 13 + 1);
+      break;
+    case Coll::Broadcast:
+      expect = value(0, i);
+      break;
+    case Coll::AllGather:
+      expect = value(int(i / c), i % c);
+      break;
+    case Coll::ReduceScatter:
+      expect = s * float((rank * c + i) % 13 + 1);
+      break;
+    case Coll::AllToAll:
+      expect = value(int(i / c), rank * c + i % c);
+      break;
+    case Coll::SendRecv:
+      expect = value((rank - 1 + n) % n, i);
+      break;
     }
     bad += recv[i] != expect;
   }
-  if (bad)
-    atomicAdd(wrong, bad);
+  if (bad) atomicAdd(wrong, bad);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -125,26 +145,28 @@ struct Rank {
 ncclResult_t launch(Coll k, Rank& r, long long c, int n)
 {
   switch (k) {
-  case Coll::AllReduce: return ncclAllReduce(r.send, r.recv, c, ncclFloat, ncclSum, r.comm, r.stream);
-  case Coll::AllGather: return ncclAllGather(r.send, r.recv, c, ncclFloat, r.comm, r.stream);
-  case Coll::ReduceScatter: return ncclReduceScatter(r.send, r.recv, c, ncclFloat, ncclSum, r.comm, r.stream);
-  case Coll::Broadcast: return ncclBroadcast(r.send, r.recv, c, ncclFloat, 0, r.comm, r.stream);
-  case Coll::Reduce: return ncclReduce(r.send, r.recv, c, ncclFloat, ncclSum, 0, r.comm, r.stream);
+  case Coll::AllReduce:
+    return ncclAllReduce(r.send, r.recv, c, ncclFloat, ncclSum, r.comm, r.stream);
+  case Coll::AllGather:
+    return ncclAllGather(r.send, r.recv, c, ncclFloat, r.comm, r.stream);
+  case Coll::ReduceScatter:
+    return ncclReduceScatter(r.send, r.recv, c, ncclFloat, ncclSum, r.comm, r.stream);
+  case Coll::Broadcast:
+    return ncclBroadcast(r.send, r.recv, c, ncclFloat, 0, r.comm, r.stream);
+  case Coll::Reduce:
+    return ncclReduce(r.send, r.recv, c, ncclFloat, ncclSum, 0, r.comm, r.stream);
   case Coll::AllToAll: {
     // NCCL's alltoall is grouped point-to-point, as nccl-tests' alltoall_perf does it.
     for (int peer = 0; peer < n; ++peer) {
       ncclResult_t e = ncclSend(r.send + peer * c, c, ncclFloat, peer, r.comm, r.stream);
-      if (e == ncclSuccess)
-        e = ncclRecv(r.recv + peer * c, c, ncclFloat, peer, r.comm, r.stream);
-      if (e != ncclSuccess)
-        return e;
+      if (e == ncclSuccess) e = ncclRecv(r.recv + peer * c, c, ncclFloat, peer, r.comm, r.stream);
+      if (e != ncclSuccess) return e;
     }
     return ncclSuccess;
   }
   case Coll::SendRecv: {
     ncclResult_t e = ncclSend(r.send, c, ncclFloat, (r.rank + 1) % n, r.comm, r.stream);
-    if (e == ncclSuccess)
-      e = ncclRecv(r.recv, c, ncclFloat, (r.rank - 1 + n) % n, r.comm, r.stream);
+    if (e == ncclSuccess) e = ncclRecv(r.recv, c, ncclFloat, (r.rank - 1 + n) % n, r.comm, r.stream);
     return e;
   }
   }
@@ -166,8 +188,7 @@ public:
     proto_ = o_.str("proto", "auto");
     nodes_ = static_cast<int>(o_.integer("nodes", 1));
     metadata();
-    if (!init())
-      return 0; // the refusal is a note; the parent carries on with the next pair
+    if (!init()) return 0; // the refusal is a note; the parent carries on with the next pair
     const long long min_b = o_.integer("min-bytes", 8), max_b = o_.integer("max-bytes", 1ll << 30);
     const long long factor = o_.integer("factor", 4);
     for (const auto& name : o_.list("collectives", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,"
@@ -176,8 +197,7 @@ public:
       long long last_printed = -1;
       for (long long size = min_b; size <= max_b; size *= factor) {
         long long c = 0, printed = 0;
-        if (!per_rank_count(k, size, nranks_, c, printed) || printed == last_printed)
-          continue;
+        if (!per_rank_count(k, size, nranks_, c, printed) || printed == last_printed) continue;
         last_printed = printed;
         if (!measure(k, c, printed)) {
           reinit();
@@ -229,20 +249,18 @@ private:
                 nccl >= 10000 ? (nccl % 10000) / 100 : (nccl % 1000) / 100, nccl % 100));
     line("# date: " + utc_now());
     line("# host: " + host_name());
-    line(format("# mode: %s", multi ? "one process per GPU, communicator id through files" :
-                                      "one process over all visible GPUs (ncclCommInitAll)"));
+    line(format("# mode: %s", multi ? "one process per GPU, communicator id through files"
+                                    : "one process over all visible GPUs (ncclCommInitAll)"));
     line(std::string("# timing: CUDA events around each operation; ") +
          (multi ? "rank 0's own events" : "the largest time over the GPUs of each iteration"));
     line(std::string("# wrong: elements of the result that differ from the expected values; ") +
          (multi ? "rank 0's elements" : "all GPUs' elements") + ", out-of-place only");
-    if (count >= 2)
-      line("# intra_node_link: " + peer_link_kind(0, 1));
+    if (count >= 2) line("# intra_node_link: " + peer_link_kind(0, 1));
   }
 
   bool nccl_ok(ncclResult_t e, const std::string& what)
   {
-    if (e == ncclSuccess || e == ncclInProgress)
-      return true;
+    if (e == ncclSuccess || e == ncclInProgress) return true;
     note(format("algorithm %s protocol %s: %s: NCCL refused: %s (%s)", algo_.c_str(), proto_.c_str(), what.c_str(),
                 ncclGetErrorString(e), ncclGetLastError(nullptr)));
     return false;
@@ -279,8 +297,7 @@ private:
     ncclUniqueId id;
     const std::string path = format("%s.%s.%d", o_.str("id-file").c_str(), o_.str("combo").c_str(), generation_++);
     if (ranks_[0].rank == 0) {
-      if (!nccl_ok(ncclGetUniqueId(&id), "ncclGetUniqueId"))
-        return false;
+      if (!nccl_ok(ncclGetUniqueId(&id), "ncclGetUniqueId")) return false;
       const std::string tmp = path + ".tmp";
       FILE* f = std::fopen(tmp.c_str(), "wb");
       if (!f || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()))
@@ -292,11 +309,9 @@ private:
         if (f) {
           const bool ok = std::fread(&id, sizeof id, 1, f) == 1;
           std::fclose(f);
-          if (ok)
-            break;
+          if (ok) break;
         }
-        if (waited > limit_s)
-          return note("no communicator id appeared at " + path), false;
+        if (waited > limit_s) return note("no communicator id appeared at " + path), false;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
@@ -321,23 +336,17 @@ private:
   // Launches the collective on every local rank; false on an NCCL error (noted).
   bool once(Coll k, long long c, bool timed)
   {
-    if (ranks_.size() > 1 && !nccl_ok(ncclGroupStart(), "ncclGroupStart"))
-      return false;
+    if (ranks_.size() > 1 && !nccl_ok(ncclGroupStart(), "ncclGroupStart")) return false;
     for (auto& r : ranks_) {
       RY_CUDA(cudaSetDevice(r.device));
-      if (timed)
-        RY_CUDA(cudaEventRecord(r.start, r.stream));
+      if (timed) RY_CUDA(cudaEventRecord(r.start, r.stream));
       const bool p2p = k == Coll::AllToAll || k == Coll::SendRecv;
-      if (p2p && ranks_.size() == 1)
-        ncclGroupStart();
+      if (p2p && ranks_.size() == 1) ncclGroupStart();
       const ncclResult_t e = launch(k, r, c, nranks_);
-      if (p2p && ranks_.size() == 1)
-        ncclGroupEnd();
-      if (!nccl_ok(e, kCollNames[int(k)]))
-        return false;
+      if (p2p && ranks_.size() == 1) ncclGroupEnd();
+      if (!nccl_ok(e, kCollNames[int(k)])) return false;
     }
-    if (ranks_.size() > 1 && !nccl_ok(ncclGroupEnd(), std::string(kCollNames[int(k)]) + " (group)"))
-      return false;
+    if (ranks_.size() > 1 && !nccl_ok(ncclGroupEnd(), std::string(kCollNames[int(k)]) + " (group)")) return false;
     if (timed)
       for (auto& r : ranks_) {
         RY_CUDA(cudaSetDevice(r.device));
@@ -352,8 +361,7 @@ private:
         return note(format("algorithm %s protocol %s: %s: CUDA error %s", algo_.c_str(), proto_.c_str(),
                            kCollNames[int(k)], cudaGetErrorString(ce))),
                false;
-      if (!nccl_ok(async, std::string(kCollNames[int(k)]) + " (asynchronous)"))
-        return false;
+      if (!nccl_ok(async, std::string(kCollNames[int(k)]) + " (asynchronous)")) return false;
     }
     return true;
   }
@@ -382,12 +390,10 @@ private:
       RY_CUDA(cudaMemsetAsync(r.wrong, 0, sizeof(unsigned long long), r.stream));
       RY_CUDA(cudaStreamSynchronize(r.stream));
     }
-    if (!once(k, c, false))
-      return false;
+    if (!once(k, c, false)) return false;
     unsigned long long wrong = 0;
     for (auto& r : ranks_) {
-      if (k == Coll::Reduce && r.rank != 0)
-        continue; // only the root receives a reduce's result
+      if (k == Coll::Reduce && r.rank != 0) continue; // only the root receives a reduce's result
       RY_CUDA(cudaSetDevice(r.device));
       check_recv<<<256, 256, 0, r.stream>>>(k, r.recv, c, r.rank, nranks_, r.wrong);
       RY_CUDA(cudaGetLastError());
@@ -398,38 +404,34 @@ private:
     }
     const int warmup = static_cast<int>(o_.integer("warmup", 5));
     for (int i = 0; i < warmup; ++i)
-      if (!once(k, c, false))
-        return false;
-    if (!once(k, c, true))
-      return false;
+      if (!once(k, c, false)) return false;
+    if (!once(k, c, true)) return false;
     const double first = iteration_time();
     const double budget = o_.number("time-per-size-ms", 30) * 1e-3;
     const int max_iters = static_cast<int>(o_.integer("iters", 20));
-    const int iters = std::max(std::min(5, max_iters), std::min(max_iters, static_cast<int>(budget / std::max(first, 1e-7))));
+    const int iters =
+        std::max(std::min(5, max_iters), std::min(max_iters, static_cast<int>(budget / std::max(first, 1e-7))));
     std::vector<double> times;
     for (int i = 0; i < iters; ++i) {
-      if (!once(k, c, true))
-        return false;
+      if (!once(k, c, true)) return false;
       times.push_back(iteration_time());
     }
     const Stats st = stats_of(times);
-    if (ranks_[0].rank != 0)
-      return true; // rank 0 writes
+    if (ranks_[0].rank != 0) return true; // rank 0 writes
     const double algbw = printed / st.mean / 1e9;
     const bool reduces = k == Coll::AllReduce || k == Coll::ReduceScatter || k == Coll::Reduce;
     const bool rooted = k == Coll::Broadcast || k == Coll::Reduce;
     line(format("%s,%s,%s,%d,%d,%lld,%lld,float,%s,%d,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,%d", kCollNames[int(k)],
-                algo_.c_str(), proto_.c_str(), nranks_, nodes_, printed, c, reduces ? "sum" : "none",
-                rooted ? 0 : -1, st.mean * 1e6, algbw, algbw * bus_factor(k, nranks_), wrong, st.min * 1e6,
-                st.max * 1e6, st.stddev * 1e6, st.n));
+                algo_.c_str(), proto_.c_str(), nranks_, nodes_, printed, c, reduces ? "sum" : "none", rooted ? 0 : -1,
+                st.mean * 1e6, algbw, algbw * bus_factor(k, nranks_), wrong, st.min * 1e6, st.max * 1e6,
+                st.stddev * 1e6, st.n));
     return true;
   }
 
   void finalize()
   {
     for (auto& r : ranks_) {
-      if (r.comm)
-        ncclCommDestroy(r.comm);
+      if (r.comm) ncclCommDestroy(r.comm);
       RY_CUDA(cudaSetDevice(r.device));
       cudaFree(r.send);
       cudaFree(r.recv);
@@ -460,13 +462,10 @@ int spawn_child(const std::string& exe, const std::vector<std::string>& args, co
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string v = *e;
-    if (v.rfind("NCCL_ALGO=", 0) != 0 && v.rfind("NCCL_PROTO=", 0) != 0)
-      env.push_back(v);
+    if (v.rfind("NCCL_ALGO=", 0) != 0 && v.rfind("NCCL_PROTO=", 0) != 0) env.push_back(v);
   }
-  if (algo != "auto")
-    env.push_back("NCCL_ALGO=" + algo);
-  if (proto != "auto")
-    env.push_back("NCCL_PROTO=" + proto);
+  if (algo != "auto") env.push_back("NCCL_ALGO=" + algo);
+  if (proto != "auto") env.push_back("NCCL_PROTO=" + proto);
   std::vector<char*> argvv, envv;
   argvv.push_back(const_cast<char*>(exe.c_str()));
   for (const auto& a : args)
@@ -476,8 +475,7 @@ int spawn_child(const std::string& exe, const std::vector<std::string>& args, co
     envv.push_back(e.data());
   envv.push_back(nullptr);
   pid_t pid = 0;
-  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argvv.data(), envv.data()) != 0)
-    return -1;
+  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argvv.data(), envv.data()) != 0) return -1;
   int status = 0;
   waitpid(pid, &status, 0);
   return status;
@@ -497,8 +495,7 @@ int parent(const Options& o, int argc, char** argv)
     const std::string id = o.str("id-file");
     if (rank == 0) {
       const int fd = open(id.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
-      if (fd < 0)
-        o.fail("--id-file " + id + " exists already (from an earlier run?): remove it or name a new path");
+      if (fd < 0) o.fail("--id-file " + id + " exists already (from an earlier run?): remove it or name a new path");
       close(fd);
     }
     // Every rank names its host, so rank 0 knows how many nodes the run spans.
@@ -517,10 +514,8 @@ int parent(const Options& o, int argc, char** argv)
             std::fclose(h);
             break;
           }
-          if (h)
-            std::fclose(h);
-          if (tries > 6000)
-            o.fail(format("rank %d never wrote %s.host.%d", r, id.c_str(), r));
+          if (h) std::fclose(h);
+          if (tries > 6000) o.fail(format("rank %d never wrote %s.host.%d", r, id.c_str(), r));
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         hosts.insert(buf);
@@ -546,9 +541,9 @@ int parent(const Options& o, int argc, char** argv)
         continue;
       }
       const std::string tmp = format("%s/.combo.%d.%d", dir.c_str(), rank, combo);
-      std::vector<std::string> args{"--child",   "--combo-out", tmp,       "--algo",  algo,
-                                    "--proto",   proto,         "--combo", std::to_string(combo),
-                                    "--nodes",   std::to_string(nodes)};
+      std::vector<std::string> args{
+          "--child", "--combo-out",        tmp, "--algo", algo, "--proto", proto, "--combo", std::to_string(combo),
+          "--nodes", std::to_string(nodes)};
       for (const char* k : {"collectives", "min-bytes", "max-bytes", "factor", "iters", "warmup", "time-per-size-ms",
                             "combo-timeout", "nranks", "rank", "id-file", "device"})
         if (o.has(k)) {
@@ -580,14 +575,13 @@ int parent(const Options& o, int argc, char** argv)
                                algo.c_str(), proto.c_str(), WIFSIGNALED(status) ? "signal" : "status",
                                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status)));
     }
-  if (multi && rank != 0)
-    return 0;
+  if (multi && rank != 0) return 0;
   std::string cmd;
   for (int i = 0; i < argc; ++i)
     cmd += (i ? " " : "") + std::string(argv[i]);
   int written = 0;
   for (const auto& name : o.list("collectives", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,"
-                                               "sendrecv")) {
+                                                "sendrecv")) {
     const auto it = rows.find(name);
     if (it == rows.end() || it->second.empty()) {
       std::fprintf(stderr, "nccl_sweep: no %s measurement succeeded; no file written for it\n", name.c_str());
@@ -613,7 +607,10 @@ int parent(const Options& o, int argc, char** argv)
   return written > 0 ? 0 : 1;
 }
 
-void on_alarm(int) { _exit(124); }
+void on_alarm(int)
+{
+  _exit(124);
+}
 
 } // namespace
 
@@ -630,7 +627,6 @@ int main(int argc, char** argv)
     Child c(o);
     return c.run();
   }
-  if (!o.has("out"))
-    o.fail("--out is required");
+  if (!o.has("out")) o.fail("--out is required");
   return parent(o, argc, argv);
 }

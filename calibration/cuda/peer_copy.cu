@@ -15,8 +15,7 @@ int main(int argc, char** argv)
 {
   Options o(argc, argv, kUsage);
   o.allow({"out", "min-bytes", "max-bytes", "factor", "iters"});
-  if (!o.has("out"))
-    o.fail("--out is required");
+  if (!o.has("out")) o.fail("--out is required");
   const long long min_bytes = o.integer("min-bytes", 8);
   const long long max_bytes = o.integer("max-bytes", 1ll << 30);
   const long long factor = o.integer("factor", 4);
@@ -30,8 +29,7 @@ int main(int argc, char** argv)
   w.meta("timing", "CUDA events on the source GPU's stream around each copy");
   w.note("link_kind: nvlink where CUDA reports peer access with native atomics (PCIe peer-to-peer has no native "
          "atomics), pcie otherwise; without peer access the copy is staged through host memory");
-  if (n < 2)
-    w.note(format("only %d visible GPU: no peer to copy to, nothing measured", n));
+  if (n < 2) w.note(format("only %d visible GPU: no peer to copy to, nothing measured", n));
   w.header("src,dst,p2p_access,native_atomics,link_kind,size_bytes,time_us,GBps,time_min_us,time_max_us,iters");
 
   std::vector<void*> buf(n, nullptr);
@@ -42,15 +40,13 @@ int main(int argc, char** argv)
   }
   for (int src = 0; src < n; ++src)
     for (int dst = 0; dst < n; ++dst) {
-      if (src == dst)
-        continue;
+      if (src == dst) continue;
       int access = 0, atomics = 0;
       const std::string kind = peer_link_kind(src, dst, &access, &atomics);
       RY_CUDA(cudaSetDevice(src));
       if (access) {
         const cudaError_t e = cudaDeviceEnablePeerAccess(dst, 0);
-        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
-          RY_CUDA(e);
+        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) RY_CUDA(e);
         cudaGetLastError(); // clear "already enabled"
       }
       cudaStream_t s;
@@ -67,8 +63,7 @@ int main(int argc, char** argv)
           RY_CUDA(cudaEventSynchronize(e1));
           float ms = 0;
           RY_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-          if (i >= 0)
-            t.push_back(ms * 1e-3);
+          if (i >= 0) t.push_back(ms * 1e-3);
         }
         const Stats st = stats_of(t);
         w.row(format("%d,%d,%d,%d,%s,%lld,%.6g,%.6g,%.6g,%.6g,%d", src, dst, access, atomics, kind.c_str(), bytes,

@@ -38,8 +38,7 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
 
 void add_unique(std::vector<std::string>& v, const std::string& s)
 {
-  if (std::find(v.begin(), v.end(), s) == v.end())
-    v.push_back(s);
+  if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
 }
 
 FitQuality rounded(FitQuality q)
@@ -53,8 +52,7 @@ FitQuality rounded(FitQuality q)
 std::pair<LinkKind, std::string> intra_node_link_for(const std::string& gpu_model, const std::string& recorded,
                                                      const CalibrateOptions& options)
 {
-  if (options.intra_node_link)
-    return {*options.intra_node_link, "single node; link kind given on the command line"};
+  if (options.intra_node_link) return {*options.intra_node_link, "single node; link kind given on the command line"};
   if (!recorded.empty())
     if (const auto k = link_kind_from_string(recorded))
       return {*k, fmt::format("single node; the CSV records intra_node_link {}", recorded)};
@@ -70,8 +68,7 @@ std::pair<LinkKind, std::string> intra_node_link_for(const std::string& gpu_mode
 template <class T, class Parse>
 std::optional<T> forced(const std::string& env, Parse parse)
 {
-  if (env.empty() || env.find(',') != std::string::npos || env.find('^') != std::string::npos)
-    return std::nullopt;
+  if (env.empty() || env.find(',') != std::string::npos || env.find('^') != std::string::npos) return std::nullopt;
   return parse(env);
 }
 
@@ -80,15 +77,15 @@ void hints_from_file_name(const std::string& path, std::optional<models::Algorit
                           std::optional<models::Protocol>& proto)
 {
   std::string name = lower(fs::path(path).stem().string());
-  std::replace_if(name.begin(), name.end(), [](char c) { return c == '-' || c == '.' || c == ' '; }, '_');
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == '-' || c == '.' || c == ' '; }, '_');
   std::istringstream in(name);
   std::string tok;
   while (std::getline(in, tok, '_')) {
     if (tok == "ring" || tok == "tree" || tok == "nvls" || tok == "nvlstree" || tok == "collnetdirect" ||
         tok == "collnetchain" || tok == "pat")
       algo = models::algorithm_from_string(tok);
-    if (tok == "ll" || tok == "ll128" || tok == "simple")
-      proto = models::protocol_from_string(tok);
+    if (tok == "ll" || tok == "ll128" || tok == "simple") proto = models::protocol_from_string(tok);
   }
 }
 
@@ -137,8 +134,7 @@ public:
     const std::string text = read_text_file(path);
     const InputFile input = describe_input(path, text);
     for (const auto& i : inputs_)
-      if (i.path == path)
-        throw InputError({path, 0, ""}, "the same file is named twice", "name each input once");
+      if (i.path == path) throw InputError({path, 0, ""}, "the same file is named twice", "name each input once");
     inputs_.push_back(input);
     if (is_calibration_csv(text))
       add_csv(parse_calibration_csv(text, path));
@@ -159,9 +155,8 @@ public:
     p.gpu_model = gpu_models_.front().value;
     p.gpu_model_source = fmt::format("{} of {}", gpu_models_.front().how, gpu_models_.front().file);
     p.gpus_per_node = std::max(1, gpus_per_node_);
-    p.gpus_per_node_source = gpus_per_node_source_.empty()
-                                 ? "assumption: no input shows more than one GPU in a node"
-                                 : gpus_per_node_source_;
+    p.gpus_per_node_source = gpus_per_node_source_.empty() ? "assumption: no input shows more than one GPU in a node"
+                                                           : gpus_per_node_source_;
     if (!nccl_versions_.empty()) {
       p.nccl_version = nccl_versions_.front().value;
       p.nccl_version_source = fmt::format("{} of {}", nccl_versions_.front().how, nccl_versions_.front().file);
@@ -186,8 +181,7 @@ public:
 private:
   void note_gpu(const std::string& model, const std::string& file, const std::string& how, int line)
   {
-    if (model.empty())
-      return;
+    if (model.empty()) return;
     for (const auto& g : gpu_models_)
       if (g.value != model)
         throw InputError({file, line, ""},
@@ -200,8 +194,7 @@ private:
 
   void note_nccl(const std::string& version, const std::string& file, const std::string& how)
   {
-    if (version.empty())
-      return;
+    if (version.empty()) return;
     for (const auto& v : nccl_versions_)
       if (v.value != version)
         throw InputError({file, 0, ""},
@@ -273,20 +266,16 @@ private:
                        fmt::format("the log forces NCCL_PROTO={} but the file name says {}", log.proto_env,
                                    models::to_string(*name_proto)),
                        "rename the file so that it names the protocol the run used");
-    if (!algo)
-      algo = name_algo;
-    if (!proto)
-      proto = name_proto;
+    if (!algo) algo = name_algo;
+    if (!proto) proto = name_proto;
 
     LinkKind link = LinkKind::Network;
     std::string reason = fmt::format("{} nodes: NCCL crosses the network", nodes);
-    if (nodes == 1)
-      std::tie(link, reason) = intra_node_link_for(model, "", options_);
+    if (nodes == 1) std::tie(link, reason) = intra_node_link_for(model, "", options_);
     const CollKey key{*log.collective, algo, proto, link, n, nodes};
     for (const auto& row : log.rows) {
       const auto& t = row.out_of_place ? row.out_of_place : row.in_place;
-      if (!t || t->time_us <= 0)
-        continue;
+      if (!t || t->time_us <= 0) continue;
       add_sample(key, static_cast<double>(row.size_bytes), t->time_us * 1e-6, file, reason);
     }
   }
@@ -339,10 +328,10 @@ private:
       const int nranks = static_cast<int>(csv.integer(row, "nranks"));
       const int nodes = static_cast<int>(csv.integer(row, "nodes"));
       if (nranks < 2 || nodes < 1 || nodes > nranks)
-        throw InputError({file, row.line, "nranks"},
-                         fmt::format("nranks {} / nodes {} do not describe a collective of 2 or more ranks", nranks,
-                                     nodes),
-                         "pass the unmodified CSV nccl_sweep wrote");
+        throw InputError(
+            {file, row.line, "nranks"},
+            fmt::format("nranks {} / nodes {} do not describe a collective of 2 or more ranks", nranks, nodes),
+            "pass the unmodified CSV nccl_sweep wrote");
       const double wrong = csv.number(row, "wrong");
       if (wrong > 0)
         throw InputError({file, row.line, "wrong"},
@@ -354,10 +343,10 @@ private:
       LinkKind link = LinkKind::Network;
       std::string reason = fmt::format("{} nodes: NCCL crosses the network", nodes);
       if (nodes == 1)
-        std::tie(link, reason) = intra_node_link_for(csv.meta_or("gpu_model"), csv.meta_or("intra_node_link"), options_);
+        std::tie(link, reason) =
+            intra_node_link_for(csv.meta_or("gpu_model"), csv.meta_or("intra_node_link"), options_);
       const double seconds = csv.number(row, "time_us") * 1e-6;
-      if (seconds <= 0)
-        continue;
+      if (seconds <= 0) continue;
       add_sample({*coll, algo, proto, link, nranks, nodes}, static_cast<double>(csv.integer(row, "size_bytes")),
                  seconds, file, reason);
     }
@@ -379,8 +368,7 @@ private:
         throw InputError({file, row.line, "link_kind"}, fmt::format("'{}' is not a GPU-to-GPU link kind", kind_text),
                          "pass the unmodified CSV peer_copy wrote (nvlink or pcie)");
       const double seconds = csv.number(row, "time_us") * 1e-6;
-      if (seconds <= 0)
-        continue;
+      if (seconds <= 0) continue;
       auto& g = peer_[*kind];
       g.samples.push_back({csv.number(row, "size_bytes"), seconds});
       add_unique(g.files, file);
@@ -394,9 +382,9 @@ private:
       try {
         pf = fit_piecewise(g.samples, options_.piecewise);
       } catch (const TooFewPoints& e) {
-        throw InputError({join(g.files), 0, ""}, fmt::format("{}: {}", describe(key), e.what()),
-                         fmt::format("measure at least {} different sizes, e.g. nccl-tests -b 8 -e 8G -f 2",
-                                     e.needed()));
+        throw InputError(
+            {join(g.files), 0, ""}, fmt::format("{}: {}", describe(key), e.what()),
+            fmt::format("measure at least {} different sizes, e.g. nccl-tests -b 8 -e 8G -f 2", e.needed()));
       }
       const double factor = models::busbw_factor(key.collective, key.nranks);
       CollectiveFit c;
@@ -481,8 +469,7 @@ private:
 
   void fit_kernel(Profile& p)
   {
-    if (gemm_.empty() && mem_.empty())
-      return;
+    if (gemm_.empty() && mem_.empty()) return;
     if (gemm_.empty() || mem_.empty())
       throw InputError({gemm_.empty() ? mem_.front().input.path : gemm_.front().input.path, 0, ""},
                        fmt::format("a kernel model needs both gemm_bench and mem_bench measurements; only {} given",
@@ -526,7 +513,8 @@ private:
           fmt::format("measured: mean of {} empty-kernel launch rows in {}", launch_n, join(mem_files));
     } else {
       k.launch_overhead = Seconds(round_significant(mf.pieces.front().intercept * 1e6) * 1e-6);
-      k.launch_overhead_source = fmt::format("fit: intercept of the smallest-size memory copies in {}", join(mem_files));
+      k.launch_overhead_source =
+          fmt::format("fit: intercept of the smallest-size memory copies in {}", join(mem_files));
     }
     if (sheet) {
       k.memory_bandwidth = units::GBps(sheet->memory_bandwidth_GBps);
@@ -542,10 +530,10 @@ private:
                                              "in {} ({:.1f} GB/s counting bytes read and written), over the peak",
                                              join(mem_files), mem_bw / units::kGB);
     const double eff_mem_bw = k.memory_bandwidth.value() * k.memory_efficiency;
-    k.memory_fit = FitRecord{rounded(quality_of(
-                                 [&](double bytes) { return k.launch_overhead.value() + bytes / eff_mem_bw; },
-                                 std::span<const Sample>(mem))),
-                             mem_files};
+    k.memory_fit =
+        FitRecord{rounded(quality_of([&](double bytes) { return k.launch_overhead.value() + bytes / eff_mem_bw; },
+                                     std::span<const Sample>(mem))),
+                  mem_files};
 
     // Compute efficiency per dtype from the GEMMs above the ridge point, where the roofline says compute bounds.
     struct Gemm {
@@ -557,7 +545,8 @@ private:
       for (const auto& row : csv.rows) {
         const auto t = dtype_from_string(csv.text(row, "dtype"));
         if (!t)
-          throw InputError({csv.input.path, row.line, "dtype"}, fmt::format("unknown dtype '{}'", csv.text(row, "dtype")),
+          throw InputError({csv.input.path, row.line, "dtype"},
+                           fmt::format("unknown dtype '{}'", csv.text(row, "dtype")),
                            std::string("use one of: ") + kDTypeNames);
         if (csv.has_column("wrong") && csv.number(row, "wrong") > 0)
           throw InputError({csv.input.path, row.line, "wrong"},
@@ -566,8 +555,7 @@ private:
                                        csv.text(row, "dtype"), csv.text(row, "wrong")),
                            "find out why (a faulty GPU, a cuBLAS problem), then rerun gemm_bench");
         const double s = csv.number(row, "time_us") * 1e-6;
-        if (s > 0)
-          by_type[*t].push_back({csv.number(row, "flops"), csv.number(row, "bytes"), s});
+        if (s > 0) by_type[*t].push_back({csv.number(row, "flops"), csv.number(row, "bytes"), s});
         add_unique(type_files[*t], csv.input.path);
       }
     for (const auto& [dtype, rows] : by_type) {
@@ -588,8 +576,7 @@ private:
       const double ridge = c.peak_flops / eff_mem_bw; // FLOP per byte
       std::vector<Sample> bound;
       for (const auto& g : rows)
-        if (g.flops / g.bytes >= ridge)
-          bound.push_back({g.flops, g.seconds});
+        if (g.flops / g.bytes >= ridge) bound.push_back({g.flops, g.seconds});
       LineFit lf;
       try {
         lf = fit_line(bound);
@@ -611,8 +598,8 @@ private:
                       bound.size(), to_string(dtype), join(type_files[dtype]), 1.0 / lf.slope / 1e12);
       std::vector<double> errors;
       for (const auto& g : rows) {
-        const double model = k.launch_overhead.value() +
-                             std::max(g.flops / (c.peak_flops * c.efficiency), g.bytes / eff_mem_bw);
+        const double model =
+            k.launch_overhead.value() + std::max(g.flops / (c.peak_flops * c.efficiency), g.bytes / eff_mem_bw);
         errors.push_back((model - g.seconds) / g.seconds);
       }
       c.fit = FitRecord{rounded(detail::quality_from_errors(errors)), type_files[dtype]};
@@ -649,8 +636,7 @@ private:
 
 double round_significant(double v, int digits)
 {
-  if (v == 0 || !std::isfinite(v))
-    return v;
+  if (v == 0 || !std::isfinite(v)) return v;
   const double magnitude = std::floor(std::log10(std::fabs(v)));
   const double scale = std::pow(10.0, digits - 1 - magnitude);
   return std::round(v * scale) / scale;
@@ -664,8 +650,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths)
     if (fs::is_directory(p, ec)) {
       std::vector<std::string> files;
       for (const auto& e : fs::directory_iterator(p))
-        if (e.is_regular_file())
-          files.push_back(e.path().string());
+        if (e.is_regular_file()) files.push_back(e.path().string());
       std::sort(files.begin(), files.end());
       if (files.empty())
         throw InputError({p, 0, ""}, "the folder holds no files", "name the logs or CSVs to calibrate from");

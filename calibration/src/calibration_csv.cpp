@@ -13,8 +13,7 @@ namespace {
 std::string trim(const std::string& s)
 {
   const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return "";
+  if (b == std::string::npos) return "";
   const auto e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
 }
@@ -26,8 +25,7 @@ std::vector<std::string> split_csv(const std::string& line)
   std::istringstream in(line);
   while (std::getline(in, cell, ','))
     out.push_back(trim(cell));
-  if (!line.empty() && line.back() == ',')
-    out.emplace_back();
+  if (!line.empty() && line.back() == ',') out.emplace_back();
   return out;
 }
 
@@ -35,12 +33,10 @@ std::vector<std::string> split_csv(const std::string& line)
 bool meta_pair(const std::string& body, std::string& key, std::string& value)
 {
   const auto colon = body.find(':');
-  if (colon == std::string::npos || colon == 0)
-    return false;
+  if (colon == std::string::npos || colon == 0) return false;
   key = trim(body.substr(0, colon));
   for (char c : key)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
-      return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
   value = trim(body.substr(colon + 1));
   return true;
 }
@@ -56,22 +52,23 @@ std::string CalibrationCsv::meta_or(const std::string& key, const std::string& f
 bool CalibrationCsv::has_column(const std::string& name) const
 {
   for (const auto& c : columns)
-    if (c == name)
-      return true;
+    if (c == name) return true;
   return false;
 }
 
 size_t CalibrationCsv::column(const std::string& name) const
 {
   for (size_t i = 0; i < columns.size(); ++i)
-    if (columns[i] == name)
-      return i;
+    if (columns[i] == name) return i;
   throw InputError({input.path, header_line, name},
                    fmt::format("the {} header has no column '{}'", program.empty() ? "CSV" : program, name),
                    "pass the unmodified CSV the calibration program wrote");
 }
 
-const std::string& CalibrationCsv::text(const Row& r, const std::string& col) const { return r.cells[column(col)]; }
+const std::string& CalibrationCsv::text(const Row& r, const std::string& col) const
+{
+  return r.cells[column(col)];
+}
 
 double CalibrationCsv::number(const Row& r, const std::string& col) const
 {
@@ -79,8 +76,7 @@ double CalibrationCsv::number(const Row& r, const std::string& col) const
   try {
     size_t pos = 0;
     const double v = std::stod(s, &pos);
-    if (pos == s.size() && std::isfinite(v))
-      return v;
+    if (pos == s.size() && std::isfinite(v)) return v;
   } catch (const std::exception&) {
   }
   throw InputError({input.path, r.line, col}, fmt::format("'{}' is not a number", s),
@@ -93,8 +89,7 @@ long long CalibrationCsv::integer(const Row& r, const std::string& col) const
   try {
     size_t pos = 0;
     const long long v = std::stoll(s, &pos);
-    if (pos == s.size())
-      return v;
+    if (pos == s.size()) return v;
   } catch (const std::exception&) {
   }
   throw InputError({input.path, r.line, col}, fmt::format("'{}' is not an integer", s),
@@ -107,13 +102,10 @@ bool is_calibration_csv(std::string_view text)
   std::string line;
   while (std::getline(in, line)) {
     const std::string t = trim(line);
-    if (t.empty())
-      continue;
-    if (t[0] != '#')
-      return false;
+    if (t.empty()) continue;
+    if (t[0] != '#') return false;
     std::string key, value;
-    if (meta_pair(trim(t.substr(1)), key, value) && key == kCsvMagicKey)
-      return true;
+    if (meta_pair(trim(t.substr(1)), key, value) && key == kCsvMagicKey) return true;
   }
   return false;
 }
@@ -130,13 +122,11 @@ CalibrationCsv parse_calibration_csv(const std::string& text, const std::string&
   while (std::getline(in, line)) {
     ++lineno;
     const std::string t = trim(line);
-    if (t.empty())
-      continue;
+    if (t.empty()) continue;
     if (t[0] == '#') {
       const std::string body = trim(t.substr(1));
       std::string key, value;
-      if (!meta_pair(body, key, value))
-        continue;
+      if (!meta_pair(body, key, value)) continue;
       if (key == kCsvMagicKey) {
         magic_line = lineno;
         if (value != std::to_string(kCsvVersion))

@@ -50,11 +50,16 @@ std::string normalise(const std::string& s)
 double GpuDatasheet::peak_tflops(DType t) const
 {
   switch (t) {
-  case DType::Fp32: return tflops_fp32;
-  case DType::Tf32: return tflops_tf32;
-  case DType::Fp16: return tflops_fp16;
-  case DType::Bf16: return tflops_bf16;
-  case DType::Fp8: return tflops_fp8;
+  case DType::Fp32:
+    return tflops_fp32;
+  case DType::Tf32:
+    return tflops_tf32;
+  case DType::Fp16:
+    return tflops_fp16;
+  case DType::Bf16:
+    return tflops_bf16;
+  case DType::Fp8:
+    return tflops_fp8;
   }
   return 0;
 }
@@ -63,8 +68,7 @@ const GpuDatasheet* find_datasheet(const std::string& gpu_model)
 {
   const std::string n = normalise(gpu_model);
   for (const auto& s : kSheets)
-    if (n.find(s.match) != std::string::npos)
-      return s.name ? &s : nullptr;
+    if (n.find(s.match) != std::string::npos) return s.name ? &s : nullptr;
   return nullptr;
 }
 

@@ -14,8 +14,7 @@ int distinct_x(std::span<const Sample> s)
 {
   int n = 0;
   for (size_t i = 0; i < s.size(); ++i)
-    if (i == 0 || s[i].x != s[i - 1].x)
-      ++n;
+    if (i == 0 || s[i].x != s[i - 1].x) ++n;
   return n;
 }
 
@@ -38,8 +37,7 @@ LineFit solve(std::span<const Sample> s)
     xs = std::max(xs, std::fabs(p.x));
     ys = std::max(ys, p.y);
   }
-  if (xs == 0)
-    xs = 1;
+  if (xs == 0) xs = 1;
   const auto n = static_cast<Eigen::Index>(s.size());
   Eigen::MatrixXd a(n, 2);
   Eigen::VectorXd ones = Eigen::VectorXd::Ones(n);
@@ -79,9 +77,8 @@ LineFit solve(std::span<const Sample> s)
 TooFewPoints::TooFewPoints(int needed, int got)
     : std::invalid_argument(fmt::format("a fit of latency and bandwidth needs at least {} distinct sizes (two fix the "
                                         "line exactly and leave no residual to judge it by); got {}",
-                                        needed, got))
-    , needed_(needed)
-    , got_(got)
+                                        needed, got)),
+      needed_(needed), got_(got)
 {
 }
 
@@ -108,8 +105,7 @@ LineFit fit_line(std::span<const Sample> samples)
       throw std::invalid_argument(fmt::format("sample at x = {:g} has y = {:g}; times must be positive", p.x, p.y));
   std::stable_sort(s.begin(), s.end(), [](const Sample& a, const Sample& b) { return a.x < b.x; });
   const int d = distinct_x(s);
-  if (d < kMinDistinctPointsPerLine)
-    throw TooFewPoints(kMinDistinctPointsPerLine, d);
+  if (d < kMinDistinctPointsPerLine) throw TooFewPoints(kMinDistinctPointsPerLine, d);
   return solve(s);
 }
 
@@ -117,8 +113,7 @@ const LineFit& PiecewiseFit::piece_at(double x) const
 {
   const LineFit* at = &pieces.front();
   for (const auto& p : pieces)
-    if (p.x_from <= x)
-      at = &p;
+    if (p.x_from <= x) at = &p;
   return *at;
 }
 
@@ -137,27 +132,23 @@ PiecewiseFit fit_piecewise(std::vector<Sample> samples, const PiecewiseOptions& 
     Range* worst = nullptr;
     double worst_sse = -1;
     for (auto& p : pieces) {
-      if (p.final || p.fit.quality.max_rel_error <= options.split_above_max_rel_error)
-        continue;
+      if (p.final || p.fit.quality.max_rel_error <= options.split_above_max_rel_error) continue;
       const double e = sse(p.fit, span_of(p.begin, p.end));
       if (e > worst_sse) {
         worst_sse = e;
         worst = &p;
       }
     }
-    if (!worst)
-      break;
+    if (!worst) break;
     // Try every cut between two different x values that leaves enough distinct x on both sides.
     double best = std::numeric_limits<double>::infinity();
     size_t best_cut = 0;
     LineFit best_left, best_right;
     for (size_t cut = worst->begin + 1; cut < worst->end; ++cut) {
-      if (samples[cut].x == samples[cut - 1].x)
-        continue;
+      if (samples[cut].x == samples[cut - 1].x) continue;
       const auto left = span_of(worst->begin, cut);
       const auto right = span_of(cut, worst->end);
-      if (distinct_x(left) < kMinDistinctPointsPerLine || distinct_x(right) < kMinDistinctPointsPerLine)
-        continue;
+      if (distinct_x(left) < kMinDistinctPointsPerLine || distinct_x(right) < kMinDistinctPointsPerLine) continue;
       const LineFit lf = fit_line(left);
       const LineFit rf = fit_line(right);
       const double e = sse(lf, left) + sse(rf, right);

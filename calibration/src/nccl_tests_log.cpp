@@ -23,8 +23,7 @@ namespace {
 std::string trim(const std::string& s)
 {
   const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return "";
+  if (b == std::string::npos) return "";
   const auto e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
 }
@@ -46,20 +45,21 @@ bool is_integer(const std::string& s)
 
 std::optional<double> to_number(const std::string& s)
 {
-  if (s.empty())
-    return std::nullopt;
+  if (s.empty()) return std::nullopt;
   try {
     size_t pos = 0;
     const double v = std::stod(s, &pos);
-    if (pos != s.size() || !std::isfinite(v))
-      return std::nullopt;
+    if (pos != s.size() || !std::isfinite(v)) return std::nullopt;
     return v;
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
-bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& s, std::string_view prefix)
+{
+  return s.rfind(prefix, 0) == 0;
+}
 
 std::string lower(std::string s)
 {
@@ -73,12 +73,9 @@ std::string lower(std::string s)
 double old_error_tolerance(const std::string& type)
 {
   const std::string t = lower(type);
-  if (t == "half" || t == "float16" || t == "bfloat16")
-    return 5e-2;
-  if (t == "float" || t == "float32")
-    return 1e-5;
-  if (t == "double" || t == "float64")
-    return 1e-12;
+  if (t == "half" || t == "float16" || t == "bfloat16") return 5e-2;
+  if (t == "float" || t == "float32") return 1e-5;
+  if (t == "double" || t == "float64") return 1e-12;
   return 0.0;
 }
 
@@ -96,13 +93,10 @@ Layout layout_from(const std::vector<std::string>& columns)
   Layout l;
   std::vector<size_t> time_at;
   for (size_t i = 0; i < columns.size(); ++i) {
-    if (columns[i] == "time" || columns[i] == "cputime")
-      time_at.push_back(i);
-    if (columns[i] == "redop")
-      l.redop_index = static_cast<int>(i);
+    if (columns[i] == "time" || columns[i] == "cputime") time_at.push_back(i);
+    if (columns[i] == "redop") l.redop_index = static_cast<int>(i);
   }
-  if (time_at.empty())
-    return l;
+  if (time_at.empty()) return l;
   l.prefix = time_at.front();
   l.groups = time_at.size();
   const bool timestamp = columns.back() == "timestamp";
@@ -127,8 +121,7 @@ public:
     static const std::regex algo_re(R"(NCCL_ALGO(?:=| set by environment to )\s*([A-Za-z0-9_,^]+))");
     static const std::regex proto_re(R"(NCCL_PROTO(?:=| set by environment to )\s*([A-Za-z0-9_,^]+))");
     std::smatch m;
-    if (nccl_from_library_.empty() && std::regex_search(line, m, version_re))
-      log_.nccl_version = m[1];
+    if (nccl_from_library_.empty() && std::regex_search(line, m, version_re)) log_.nccl_version = m[1];
     if (std::regex_search(line, m, algo_re) && log_.algo_env.empty()) {
       log_.algo_env = m[1];
       log_.algo_env_line = lineno;
@@ -142,16 +135,13 @@ public:
   void line(const std::string& raw, int lineno)
   {
     const std::string text = trim(raw);
-    if (text.empty())
-      return;
+    if (text.empty()) return;
     scan_anywhere(text, lineno);
-    if (text.find("NCCL INFO") != std::string::npos || text.find("NCCL WARN") != std::string::npos)
-      return;
+    if (text.find("NCCL INFO") != std::string::npos || text.find("NCCL WARN") != std::string::npos) return;
     const bool hashed = text[0] == '#';
     const auto first = text.find_first_not_of('#');
     const std::string body = !hashed ? text : first == std::string::npos ? "" : trim(text.substr(first));
-    if (hashed && body.empty())
-      return;
+    if (hashed && body.empty()) return;
 
     if (starts_with(body, "nccl-tests version")) {
       static const std::regex re(R"(nccl-tests version (\S+).*?nccl-library=(\d+))");
@@ -165,12 +155,10 @@ public:
     }
     if (starts_with(body, "Collective test starting:")) {
       const auto toks = split_ws(body.substr(std::string_view("Collective test starting:").size()));
-      if (!toks.empty())
-        log_.program = toks[0];
+      if (!toks.empty()) log_.program = toks[0];
       return;
     }
-    if (starts_with(body, "Collective test concluded") || starts_with(body, "Using devices"))
-      return;
+    if (starts_with(body, "Collective test concluded") || starts_with(body, "Using devices")) return;
     if (starts_with(body, "nThread")) {
       static const std::regex re(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
       std::smatch m;
@@ -189,8 +177,7 @@ public:
         return;
       }
     }
-    if (body.find("out-of-place") != std::string::npos)
-      return;
+    if (body.find("out-of-place") != std::string::npos) return;
     const auto toks = split_ws(body);
     if (toks.size() >= 4 && toks[0] == "size" && toks[1] == "count") {
       if (!log_.rows.empty())
@@ -206,30 +193,25 @@ public:
       if (layout_.groups == 0)
         fail(lineno, "the column header has no 'time' column", "pass the unmodified output of an nccl-tests program");
       for (const auto& c : toks)
-        if (c == "#wrong" || c == "error")
-          log_.wrong_column = c;
+        if (c == "#wrong" || c == "error") log_.wrong_column = c;
       return;
     }
-    if (toks[0] == "(B)")
-      return;
+    if (toks[0] == "(B)") return;
     if (starts_with(body, "Out of bounds values")) {
       const auto colon = body.find(':');
       const auto v = split_ws(body.substr(colon + 1));
-      if (!v.empty() && is_integer(v[0]))
-        log_.out_of_bounds = std::stoi(v[0]);
+      if (!v.empty() && is_integer(v[0])) log_.out_of_bounds = std::stoi(v[0]);
       footer_seen_line_ = lineno;
       return;
     }
     if (starts_with(body, "Avg bus bandwidth")) {
       const auto colon = body.find(':');
       const auto v = split_ws(body.substr(colon + 1));
-      if (!v.empty())
-        log_.avg_busbw_GBps = to_number(v[0]);
+      if (!v.empty()) log_.avg_busbw_GBps = to_number(v[0]);
       log_.footer_line = lineno;
       return;
     }
-    if (hashed)
-      return;
+    if (hashed) return;
     // A data row starts with two integers (size and count). Other unmarked lines (mpirun's or a scheduler's
     // messages) are not nccl-tests output and are skipped.
     if (toks.size() >= 2 && is_integer(toks[0]) && is_integer(toks[1]))
@@ -259,8 +241,7 @@ public:
            "pass the unmodified output of an nccl-tests program, including its header lines");
     if (log_.footer_line > 0)
       fail(lineno,
-           fmt::format("a data row after the footer on line {}: this file holds more than one run",
-                       log_.footer_line),
+           fmt::format("a data row after the footer on line {}: this file holds more than one run", log_.footer_line),
            "split the file so that each nccl-tests run is in a file of its own");
     const size_t measured = layout_.groups * layout_.group_width;
     const size_t total = toks.size();
@@ -281,8 +262,7 @@ public:
     r.line = lineno;
     r.size_bytes = std::stoll(toks[0]);
     r.count = std::stoll(toks[1]);
-    if (prefix_here > 2)
-      r.type = toks[2];
+    if (prefix_here > 2) r.type = toks[2];
     if (layout_.redop_index >= 0 && static_cast<size_t>(layout_.redop_index) < prefix_here)
       r.redop = toks[static_cast<size_t>(layout_.redop_index)];
     size_t at = prefix_here;
@@ -346,8 +326,7 @@ struct NamePattern {
 std::string nccl_version_from_code(long code)
 {
   // NCCL_VERSION(X,Y,Z) in nccl.h: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z from 2.9 on.
-  if (code >= 10000)
-    return fmt::format("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100);
+  if (code >= 10000) return fmt::format("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100);
   return fmt::format("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100);
 }
 
@@ -377,13 +356,12 @@ std::optional<models::CollectiveKind> collective_from_file_name(const std::strin
       {"p2p", K::SendRecv},
   }};
   std::string name = lower(std::filesystem::path(path).filename().string());
-  std::replace_if(name.begin(), name.end(), [](char c) { return c == '-' || c == '.' || c == ' '; }, '_');
-  if (unsupported)
-    *unsupported = false;
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == '-' || c == '.' || c == ' '; }, '_');
+  if (unsupported) *unsupported = false;
   for (const auto& p : kPatterns)
     if (name.find(p.text) != std::string::npos) {
-      if (!p.kind && unsupported)
-        *unsupported = true;
+      if (!p.kind && unsupported) *unsupported = true;
       return p.kind;
     }
   return std::nullopt;
@@ -393,8 +371,7 @@ std::vector<std::string> NcclTestsLog::gpu_models() const
 {
   std::vector<std::string> out;
   for (const auto& r : ranks)
-    if (std::find(out.begin(), out.end(), r.gpu_model) == out.end())
-      out.push_back(r.gpu_model);
+    if (std::find(out.begin(), out.end(), r.gpu_model) == out.end()) out.push_back(r.gpu_model);
   return out;
 }
 
@@ -418,17 +395,18 @@ NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& n
     p.line(line, ++lineno);
   p.finish(std::max(lineno, 1));
   bool unsupported = false;
-  if (!log.program.empty())
-    log.collective = collective_from_file_name(log.program, &unsupported);
-  if (!log.collective && !unsupported)
-    log.collective = collective_from_file_name(name, &unsupported);
+  if (!log.program.empty()) log.collective = collective_from_file_name(log.program, &unsupported);
+  if (!log.collective && !unsupported) log.collective = collective_from_file_name(name, &unsupported);
   log.unsupported_collective = unsupported;
   if (log.program.empty() && (log.collective || unsupported))
     log.program = std::filesystem::path(name).filename().string();
   return log;
 }
 
-NcclTestsLog parse_nccl_tests_log(const std::string& path) { return parse_nccl_tests_text(read_text_file(path), path); }
+NcclTestsLog parse_nccl_tests_log(const std::string& path)
+{
+  return parse_nccl_tests_text(read_text_file(path), path);
+}
 
 void validate_nccl_tests_log(const NcclTestsLog& log)
 {
@@ -447,8 +425,7 @@ void validate_nccl_tests_log(const NcclTestsLog& log)
                      "'# Collective test starting: all_reduce_perf' at its top");
   for (const auto& r : log.rows)
     for (const auto* t : {&r.out_of_place, &r.in_place}) {
-      if (!*t || !(*t)->wrong)
-        continue;
+      if (!*t || !(*t)->wrong) continue;
       const double w = *(*t)->wrong;
       const bool bad = log.wrong_column == "error" ? w > old_error_tolerance(r.type) : w > 0;
       if (bad)
@@ -458,9 +435,9 @@ void validate_nccl_tests_log(const NcclTestsLog& log)
                         "timings cannot be trusted",
                         t == &r.out_of_place ? "out-of-place" : "in-place", r.size_bytes,
                         log.wrong_column == "error" ? "an error of" : "", w,
-                        log.wrong_column == "error" ? fmt::format("nccl-tests' tolerance for {} is {:g}", r.type,
-                                                                  old_error_tolerance(r.type))
-                                                    : "wrong elements"),
+                        log.wrong_column == "error"
+                            ? fmt::format("nccl-tests' tolerance for {} is {:g}", r.type, old_error_tolerance(r.type))
+                            : "wrong elements"),
             "find out why the run produced wrong results (rerun with NCCL_DEBUG=WARN), fix the system, and "
             "calibrate from a run where every #wrong is 0");
     }
@@ -477,11 +454,10 @@ void validate_nccl_tests_log(const NcclTestsLog& log)
       for (const auto& r : log.ranks)
         if (r.gpu_model == m) {
           ranks.push_back(r.rank);
-          if (!first_line)
-            first_line = r.line;
+          if (!first_line) first_line = r.line;
         }
-      detail += fmt::format("{}'{}' on {} rank(s) from line {}", detail.empty() ? "" : ", ", m, ranks.size(),
-                            first_line);
+      detail +=
+          fmt::format("{}'{}' on {} rank(s) from line {}", detail.empty() ? "" : ", ", m, ranks.size(), first_line);
     }
     throw InputError({file, log.ranks.front().line, ""},
                      fmt::format("the run mixes GPU models ({}); a fit describes one GPU model", detail),
@@ -530,19 +506,17 @@ int nccl_tests_nranks(const NcclTestsLog& log)
     int inferred = 0;
     switch (*log.collective) {
     case models::CollectiveKind::AllReduce:
-      if (f_of < 2.0)
-        inferred = static_cast<int>(std::lround(2.0 / (2.0 - f_of)));
+      if (f_of < 2.0) inferred = static_cast<int>(std::lround(2.0 / (2.0 - f_of)));
       break;
     case models::CollectiveKind::AllGather:
     case models::CollectiveKind::ReduceScatter:
     case models::CollectiveKind::AllToAll:
-      if (f_of < 1.0)
-        inferred = static_cast<int>(std::lround(1.0 / (1.0 - f_of)));
+      if (f_of < 1.0) inferred = static_cast<int>(std::lround(1.0 / (1.0 - f_of)));
       break;
-    default: break;
+    default:
+      break;
     }
-    if (inferred >= 2 && std::fabs(models::busbw_factor(*log.collective, inferred) - r) <= tol)
-      return inferred;
+    if (inferred >= 2 && std::fabs(models::busbw_factor(*log.collective, inferred) - r) <= tol) return inferred;
   } else if (n >= 2) {
     return n;
   }

@@ -33,17 +33,14 @@ double read_number(const YamlNode& n, Bound bound, bool allow_inf = false)
     v = kInf;
   } else {
     v = n.as_double();
-    if (!std::isfinite(v))
-      n.fail(fmt::format("'{}' is not a finite number", s), "write a finite number");
+    if (!std::isfinite(v)) n.fail(fmt::format("'{}' is not a finite number", s), "write a finite number");
   }
   switch (bound) {
   case Bound::NonNegative:
-    if (v < 0)
-      n.fail(fmt::format("{} is negative", s), "write a number >= 0");
+    if (v < 0) n.fail(fmt::format("{} is negative", s), "write a number >= 0");
     break;
   case Bound::Positive:
-    if (!(v > 0))
-      n.fail(fmt::format("{} is not positive", s), "write a number > 0");
+    if (!(v > 0)) n.fail(fmt::format("{} is not positive", s), "write a number > 0");
     break;
   case Bound::Fraction:
     // Up to 1.5: a fitted efficiency can pass 1 where the chip clocks above the datasheet's boost clock.
@@ -72,8 +69,7 @@ std::string read_source(const YamlNode& entry, const std::string& key)
                           "is not measured or published",
                           key));
   const std::string text = s->as_string();
-  if (text.empty())
-    s->fail("empty source", "name the document, URL or input file the number comes from");
+  if (text.empty()) s->fail("empty source", "name the document, URL or input file the number comes from");
   return text;
 }
 
@@ -83,13 +79,12 @@ FitRecord read_fit(const YamlNode& n, const std::set<std::string>& known_inputs)
   FitRecord f;
   const auto points = n.at("points");
   f.quality.points = static_cast<int>(points.as_int());
-  if (f.quality.points < 1)
-    points.fail("a fit has at least one point", "write the number of points the fit used");
+  if (f.quality.points < 1) points.fail("a fit has at least one point", "write the number of points the fit used");
   f.quality.rms_rel_error = read_number(n.at("rms_rel_error"), Bound::NonNegative);
   f.quality.max_rel_error = read_number(n.at("max_rel_error"), Bound::NonNegative);
   if (f.quality.max_rel_error + 1e-12 < f.quality.rms_rel_error)
-    n.at("max_rel_error").fail("the maximum relative error is below the RMS relative error",
-                               "write the values the fit reported");
+    n.at("max_rel_error")
+        .fail("the maximum relative error is below the RMS relative error", "write the values the fit reported");
   for (const auto& i : n.at("inputs").items()) {
     const std::string path = i.as_string();
     if (!known_inputs.count(path))
@@ -114,15 +109,14 @@ LinkParams read_link(const YamlNode& n, const std::set<std::string>& inputs)
   l.latency_source = read_source(n, "latency_us");
   l.bandwidth_source = read_source(n, "bandwidth_GBps");
   n.at("source").expect_keys({"latency_us", "bandwidth_GBps"});
-  if (const auto f = n.get("fit"))
-    l.fit = read_fit(*f, inputs);
+  if (const auto f = n.get("fit")) l.fit = read_fit(*f, inputs);
   return l;
 }
 
 CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& inputs)
 {
-  n.expect_keys({"collective", "algorithm", "protocol", "link", "nranks", "nodes", "measured_bytes", "source", "fit",
-                 "pieces"});
+  n.expect_keys(
+      {"collective", "algorithm", "protocol", "link", "nranks", "nodes", "measured_bytes", "source", "fit", "pieces"});
   CollectiveFit c;
   const auto coll = n.at("collective");
   const auto k = models::collective_from_string(coll.as_string());
@@ -151,8 +145,7 @@ CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& in
                "write the number of nodes the measurement spanned");
   const auto source = n.at("source");
   c.source = source.as_string();
-  if (c.source.empty())
-    source.fail("empty source", "name the document, URL or input files the numbers come from");
+  if (c.source.empty()) source.fail("empty source", "name the document, URL or input files the numbers come from");
   if (const auto mb = n.get("measured_bytes")) {
     const auto items = mb->items();
     if (items.size() != 2)
@@ -162,8 +155,7 @@ CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& in
     if (c.measured_max < c.measured_min)
       mb->fail("the largest measured size is below the smallest", "write [smallest, largest]");
   }
-  if (const auto f = n.get("fit"))
-    c.fit = read_fit(*f, inputs);
+  if (const auto f = n.get("fit")) c.fit = read_fit(*f, inputs);
   const auto pieces = n.at("pieces");
   const auto items = pieces.items();
   if (items.empty())
@@ -179,12 +171,9 @@ CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& in
       from.fail("pieces must be in increasing order of from_bytes", "sort the pieces by from_bytes");
     piece.latency = units::us(read_number(p.at("latency_us"), Bound::NonNegative));
     piece.busbw = units::GBps(read_number(p.at("busbw_GBps"), Bound::Positive, true));
-    if (const auto pts = p.get("points"))
-      piece.quality.points = static_cast<int>(pts->as_int());
-    if (const auto r = p.get("rms_rel_error"))
-      piece.quality.rms_rel_error = read_number(*r, Bound::NonNegative);
-    if (const auto r = p.get("max_rel_error"))
-      piece.quality.max_rel_error = read_number(*r, Bound::NonNegative);
+    if (const auto pts = p.get("points")) piece.quality.points = static_cast<int>(pts->as_int());
+    if (const auto r = p.get("rms_rel_error")) piece.quality.rms_rel_error = read_number(*r, Bound::NonNegative);
+    if (const auto r = p.get("max_rel_error")) piece.quality.max_rel_error = read_number(*r, Bound::NonNegative);
     c.pieces.push_back(piece);
   }
   return c;
@@ -196,23 +185,21 @@ ComputeParams read_compute(const YamlNode& n, const std::set<std::string>& input
   ComputeParams c;
   const auto dt = n.at("dtype");
   const auto t = dtype_from_string(dt.as_string());
-  if (!t)
-    dt.fail(fmt::format("unknown dtype '{}'", dt.as_string()), std::string("use one of: ") + kDTypeNames);
+  if (!t) dt.fail(fmt::format("unknown dtype '{}'", dt.as_string()), std::string("use one of: ") + kDTypeNames);
   c.dtype = *t;
   c.peak_flops = read_number(n.at("peak_tflops"), Bound::Positive) * 1e12;
   c.efficiency = read_number(n.at("efficiency"), Bound::Fraction);
   c.peak_source = read_source(n, "peak_tflops");
   c.efficiency_source = read_source(n, "efficiency");
   n.at("source").expect_keys({"peak_tflops", "efficiency"});
-  if (const auto f = n.get("fit"))
-    c.fit = read_fit(*f, inputs);
+  if (const auto f = n.get("fit")) c.fit = read_fit(*f, inputs);
   return c;
 }
 
 KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
 {
-  n.expect_keys({"launch_overhead_us", "memory_bandwidth_GBps", "memory_efficiency", "source", "memory_fit",
-                 "compute"});
+  n.expect_keys(
+      {"launch_overhead_us", "memory_bandwidth_GBps", "memory_efficiency", "source", "memory_fit", "compute"});
   KernelModel k;
   k.launch_overhead = units::us(read_number(n.at("launch_overhead_us"), Bound::NonNegative));
   k.memory_bandwidth = units::GBps(read_number(n.at("memory_bandwidth_GBps"), Bound::Positive));
@@ -221,8 +208,7 @@ KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
   k.memory_bandwidth_source = read_source(n, "memory_bandwidth_GBps");
   k.memory_efficiency_source = read_source(n, "memory_efficiency");
   n.at("source").expect_keys({"launch_overhead_us", "memory_bandwidth_GBps", "memory_efficiency"});
-  if (const auto f = n.get("memory_fit"))
-    k.memory_fit = read_fit(*f, inputs);
+  if (const auto f = n.get("memory_fit")) k.memory_fit = read_fit(*f, inputs);
   if (const auto c = n.get("compute"))
     for (const auto& item : c->items()) {
       auto cp = read_compute(item, inputs);
@@ -259,8 +245,7 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& file)
 // read/write cycles.
 std::string num(double v)
 {
-  if (std::isinf(v))
-    return ".inf";
+  if (std::isinf(v)) return ".inf";
   return fmt::format("{:.15g}", v);
 }
 
@@ -285,16 +270,14 @@ const CollectivePiece& CollectiveFit::piece_at(Bytes size) const
 {
   const CollectivePiece* at = &pieces.front();
   for (const auto& p : pieces)
-    if (p.from <= size)
-      at = &p;
+    if (p.from <= size) at = &p;
   return *at;
 }
 
 Seconds CollectiveFit::time(Bytes size, int n) const
 {
   const auto& p = piece_at(size);
-  if (std::isinf(p.busbw.value()))
-    return p.latency;
+  if (std::isinf(p.busbw.value())) return p.latency;
   const double factor = models::busbw_factor(collective, n);
   return p.latency + Seconds(size.value() * factor / p.busbw.value());
 }
@@ -302,16 +285,14 @@ Seconds CollectiveFit::time(Bytes size, int n) const
 const ComputeParams* KernelModel::compute_for(DType t) const
 {
   for (const auto& c : compute)
-    if (c.dtype == t)
-      return &c;
+    if (c.dtype == t) return &c;
   return nullptr;
 }
 
 const LinkParams* Profile::link(LinkKind k) const
 {
   for (const auto& l : links)
-    if (l.kind == k)
-      return &l;
+    if (l.kind == k) return &l;
   return nullptr;
 }
 
@@ -320,8 +301,7 @@ const CollectiveFit* Profile::collective(models::CollectiveKind c, std::optional
 {
   const CollectiveFit* best = nullptr;
   for (const auto& f : collectives) {
-    if (f.collective != c || f.algorithm != a || f.protocol != p || f.link != link)
-      continue;
+    if (f.collective != c || f.algorithm != a || f.protocol != p || f.link != link) continue;
     // Closest rank count; on a tie the larger, measured with more of the fabric in play.
     if (!best || std::abs(f.nranks - nranks) < std::abs(best->nranks - nranks) ||
         (std::abs(f.nranks - nranks) == std::abs(best->nranks - nranks) && f.nranks > best->nranks))
@@ -335,8 +315,7 @@ std::optional<Seconds> Profile::collective_time(models::CollectiveKind c, std::o
                                                 int nranks) const
 {
   const auto* f = collective(c, a, p, link, nranks);
-  if (!f)
-    return std::nullopt;
+  if (!f) return std::nullopt;
   return f->time(size, nranks);
 }
 
@@ -351,10 +330,10 @@ Seconds Profile::kernel_time(double flops, Bytes bytes, DType dtype) const
   if (flops > 0) {
     const auto* c = kernel->compute_for(dtype);
     if (!c)
-      throw InputError({file, 0, "kernel.compute"},
-                       fmt::format("profile '{}' has no compute efficiency for {}", system, to_string(dtype)),
-                       fmt::format("add a '- dtype: {}' entry under kernel.compute, or run gemm_bench for it",
-                                   to_string(dtype)));
+      throw InputError(
+          {file, 0, "kernel.compute"},
+          fmt::format("profile '{}' has no compute efficiency for {}", system, to_string(dtype)),
+          fmt::format("add a '- dtype: {}' entry under kernel.compute, or run gemm_bench for it", to_string(dtype)));
     compute = flops / (c->peak_flops * c->efficiency);
   }
   return kernel->launch_overhead + Seconds(std::max(mem, compute));
@@ -367,8 +346,7 @@ Profile parse_profile(const std::string& text, const std::string& name)
 {
   const YamlNode root = YamlNode::load_string(text, name);
   refuse_duplicate_keys(root.raw(), name);
-  if (!root.is_map())
-    root.fail("a profile is a YAML map", "start the file with 'railyard_profile: 1'");
+  if (!root.is_map()) root.fail("a profile is a YAML map", "start the file with 'railyard_profile: 1'");
   root.expect_keys({"railyard_profile", "system", "description", "created_by", "gpu", "nccl", "inputs", "links",
                     "collectives", "kernel"});
   Profile p;
@@ -379,8 +357,7 @@ Profile parse_profile(const std::string& text, const std::string& name)
                              version.as_int(), kProfileVersion),
                  "recalibrate with this railyard (railyard calibrate) or use a profile shipped with it");
   p.system = root.at("system").as_string();
-  if (p.system.empty())
-    root.at("system").fail("empty system name", "name the system, e.g. dgx_h100_ib_ndr");
+  if (p.system.empty()) root.at("system").fail("empty system name", "name the system, e.g. dgx_h100_ib_ndr");
   p.description = root.string_or("description", "");
   p.created_by = root.string_or("created_by", "");
 
@@ -391,8 +368,7 @@ Profile parse_profile(const std::string& text, const std::string& name)
     gpu.at("model").fail("empty GPU model", "write the name CUDA reports, e.g. 'NVIDIA H100 80GB HBM3'");
   const auto per_node = gpu.at("per_node");
   p.gpus_per_node = static_cast<int>(per_node.as_int());
-  if (p.gpus_per_node < 1)
-    per_node.fail("a node has at least one GPU", "write the number of GPUs per node, e.g. 8");
+  if (p.gpus_per_node < 1) per_node.fail("a node has at least one GPU", "write the number of GPUs per node, e.g. 8");
   p.gpu_model_source = read_source(gpu, "model");
   p.gpus_per_node_source = read_source(gpu, "per_node");
   gpu.at("source").expect_keys({"model", "per_node"});
@@ -411,8 +387,7 @@ Profile parse_profile(const std::string& text, const std::string& name)
       InputFile f;
       f.path = i.at("path").as_string();
       const auto bytes = i.at("bytes");
-      if (bytes.as_int() < 0)
-        bytes.fail("negative size", "write the file size in bytes");
+      if (bytes.as_int() < 0) bytes.fail("negative size", "write the file size in bytes");
       f.bytes = static_cast<std::uint64_t>(bytes.as_int());
       const auto sha = i.at("sha256");
       f.sha256 = sha.as_string();
@@ -439,18 +414,20 @@ Profile parse_profile(const std::string& text, const std::string& name)
         if (other.collective == c.collective && other.algorithm == c.algorithm && other.protocol == c.protocol &&
             other.link == c.link && other.nranks == c.nranks && other.nodes == c.nodes)
           item.fail(fmt::format("a second entry for {} {}/{} over {} with {} ranks on {} nodes",
-                                models::to_string(c.collective), algorithm_name(c.algorithm),
-                                protocol_name(c.protocol), to_string(c.link), c.nranks, c.nodes),
+                                models::to_string(c.collective), algorithm_name(c.algorithm), protocol_name(c.protocol),
+                                to_string(c.link), c.nranks, c.nodes),
                     "merge the two entries into one (recalibrate from all their inputs together)");
       p.collectives.push_back(std::move(c));
     }
 
-  if (const auto k = root.get("kernel"))
-    p.kernel = read_kernel(*k, input_paths);
+  if (const auto k = root.get("kernel")) p.kernel = read_kernel(*k, input_paths);
   return p;
 }
 
-Profile read_profile(const std::string& path) { return parse_profile(read_text_file(path), path); }
+Profile read_profile(const std::string& path)
+{
+  return parse_profile(read_text_file(path), path);
+}
 
 std::string profile_to_yaml(const Profile& p)
 {
@@ -461,10 +438,8 @@ std::string profile_to_yaml(const Profile& p)
   out << YAML::BeginMap;
   out << YAML::Key << "railyard_profile" << YAML::Value << kProfileVersion;
   out << YAML::Key << "system" << YAML::Value << p.system;
-  if (!p.description.empty())
-    out << YAML::Key << "description" << YAML::Value << p.description;
-  if (!p.created_by.empty())
-    out << YAML::Key << "created_by" << YAML::Value << p.created_by;
+  if (!p.description.empty()) out << YAML::Key << "description" << YAML::Value << p.description;
+  if (!p.created_by.empty()) out << YAML::Key << "created_by" << YAML::Value << p.created_by;
 
   out << YAML::Key << "gpu" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "model" << YAML::Value << p.gpu_model;
@@ -504,8 +479,7 @@ std::string profile_to_yaml(const Profile& p)
       out << YAML::Key << "latency_us" << YAML::Value << l.latency_source;
       out << YAML::Key << "bandwidth_GBps" << YAML::Value << l.bandwidth_source;
       out << YAML::EndMap;
-      if (l.fit)
-        emit_fit(out, "fit", *l.fit);
+      if (l.fit) emit_fit(out, "fit", *l.fit);
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;
@@ -525,8 +499,7 @@ std::string profile_to_yaml(const Profile& p)
         out << YAML::Key << "measured_bytes" << YAML::Value << YAML::Flow << YAML::BeginSeq
             << num(c.measured_min.value()) << num(c.measured_max.value()) << YAML::EndSeq;
       out << YAML::Key << "source" << YAML::Value << c.source;
-      if (c.fit)
-        emit_fit(out, "fit", *c.fit);
+      if (c.fit) emit_fit(out, "fit", *c.fit);
       out << YAML::Key << "pieces" << YAML::Value << YAML::BeginSeq;
       for (const auto& piece : c.pieces) {
         out << YAML::Flow << YAML::BeginMap;
@@ -556,8 +529,7 @@ std::string profile_to_yaml(const Profile& p)
     out << YAML::Key << "memory_bandwidth_GBps" << YAML::Value << k.memory_bandwidth_source;
     out << YAML::Key << "memory_efficiency" << YAML::Value << k.memory_efficiency_source;
     out << YAML::EndMap;
-    if (k.memory_fit)
-      emit_fit(out, "memory_fit", *k.memory_fit);
+    if (k.memory_fit) emit_fit(out, "memory_fit", *k.memory_fit);
     if (!k.compute.empty()) {
       out << YAML::Key << "compute" << YAML::Value << YAML::BeginSeq;
       for (const auto& c : k.compute) {
@@ -569,8 +541,7 @@ std::string profile_to_yaml(const Profile& p)
         out << YAML::Key << "peak_tflops" << YAML::Value << c.peak_source;
         out << YAML::Key << "efficiency" << YAML::Value << c.efficiency_source;
         out << YAML::EndMap;
-        if (c.fit)
-          emit_fit(out, "fit", *c.fit);
+        if (c.fit) emit_fit(out, "fit", *c.fit);
         out << YAML::EndMap;
       }
       out << YAML::EndSeq;
@@ -578,8 +549,7 @@ std::string profile_to_yaml(const Profile& p)
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
-  if (!out.good())
-    throw std::invalid_argument(std::string("cannot emit the profile as YAML: ") + out.GetLastError());
+  if (!out.good()) throw std::invalid_argument(std::string("cannot emit the profile as YAML: ") + out.GetLastError());
   std::string text = std::string(out.c_str()) + "\n";
   // The writer never writes what the reader would refuse.
   try {
@@ -600,8 +570,7 @@ void write_profile(const Profile& p, const std::string& path)
       throw InputError({path, 0, ""}, "cannot create the profile file", "check that the folder exists and is writable");
     out << text;
     out.close();
-    if (!out)
-      throw InputError({path, 0, ""}, "cannot write the profile file", "check the free space and permissions");
+    if (!out) throw InputError({path, 0, ""}, "cannot write the profile file", "check the free space and permissions");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);

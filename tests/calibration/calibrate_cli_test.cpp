@@ -16,7 +16,10 @@ namespace rc = railyard::calibration;
 
 namespace {
 
-std::string data(const std::string& name) { return std::string(RAILYARD_SOURCE_DIR) + "/tests/calibration/data/" + name; }
+std::string data(const std::string& name)
+{
+  return std::string(RAILYARD_SOURCE_DIR) + "/tests/calibration/data/" + name;
+}
 
 struct Run {
   int code = -1;
@@ -28,8 +31,7 @@ Run run(const std::string& args)
   Run r;
   const std::string cmd = std::string(RAILYARD_CLI) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
-  if (!p)
-    return r;
+  if (!p) return r;
   std::array<char, 4096> buf{};
   size_t n = 0;
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
@@ -41,9 +43,10 @@ Run run(const std::string& args)
 
 // One folder per test and process: CTest runs the cases as parallel processes.
 struct OutDir {
-  fs::path path = fs::temp_directory_path() /
-                  ("railyard_calibrate_cli_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) +
-                   "_" + std::to_string(getpid()));
+  fs::path path =
+      fs::temp_directory_path() /
+      ("railyard_calibrate_cli_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+       std::to_string(getpid()));
   OutDir()
   {
     fs::remove_all(path);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,10 @@ using railyard::models::Protocol;
 
 namespace {
 
-std::string data(const std::string& name) { return std::string(RAILYARD_SOURCE_DIR) + "/tests/calibration/data/" + name; }
+std::string data(const std::string& name)
+{
+  return std::string(RAILYARD_SOURCE_DIR) + "/tests/calibration/data/" + name;
+}
 
 struct TempDir {
   fs::path path;
@@ -81,8 +85,7 @@ std::string run_error(const std::vector<std::string>& inputs, InputError* out = 
   try {
     (void)rc::calibrate(inputs, {});
   } catch (const InputError& e) {
-    if (out)
-      *out = e;
+    if (out) *out = e;
     return e.what();
   }
   ADD_FAILURE() << "expected an InputError";
@@ -138,9 +141,10 @@ TEST(Calibrate, FixtureModelsComeBackOutOfTheFits)
   // What the simulator asks: the fitted model at a size equals the piece's formula.
   const double f8 = 2.0 * 7 / 8;
   const double s = 1 << 30;
-  EXPECT_NEAR(p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, Bytes(s), 8)
-                  ->value(),
-              ar.pieces[2].latency.value() + s * f8 / ar.pieces[2].busbw.value(), 1e-12);
+  EXPECT_NEAR(
+      p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, Bytes(s), 8)
+          ->value(),
+      ar.pieces[2].latency.value() + s * f8 / ar.pieces[2].busbw.value(), 1e-12);
 }
 
 TEST(Calibrate, ForcedAlgorithmFromTheLogAndOldFormats)
@@ -204,7 +208,7 @@ TEST(Calibrate, KernelModelFromSyntheticGemmAndMemoryCsvs)
   ASSERT_TRUE(p.kernel);
   const auto& k = *p.kernel;
   EXPECT_NEAR(k.launch_overhead.value(), launch, launch * 1e-6); // stored to 6 significant digits
-  EXPECT_EQ(k.memory_bandwidth.value(), 4800e9); // the datasheet, not a fit
+  EXPECT_EQ(k.memory_bandwidth.value(), 4800e9);                 // the datasheet, not a fit
   // The memory efficiency rests on the largest copies (1..16 GiB, where launch is under 1%: 5 sizes).
   EXPECT_NEAR(k.memory_efficiency / (mem_bw / 4800e9), 1.0, 4 * sigma / std::sqrt(5.0));
   const auto* bf16 = k.compute_for(rc::DType::Bf16);
@@ -259,7 +263,8 @@ TEST(Calibrate, UnknownGpuUsesTheBestMeasuredRateAsPeak)
     gemm += fmt::format("fp16,{},{},{},{},{},{},0,0,0,20\n", n, n, n, flops, bytes, (1e-6 + flops / 500e12) * 1e6);
   }
   gemm += "# complete: true\n";
-  std::string mem = csv_head("mem_bench", "Future GPU 9000") + "kernel,bytes,time_us,GBps,time_min_us,time_max_us,iters\n";
+  std::string mem =
+      csv_head("mem_bench", "Future GPU 9000") + "kernel,bytes,time_us,GBps,time_min_us,time_max_us,iters\n";
   for (double b = 1 << 24; b <= (1u << 31); b *= 2)
     mem += fmt::format("triad,{},{},0,0,0,20\n", b, (1e-6 + b / 2000e9) * 1e6);
   mem += "# complete: true\n";
@@ -279,8 +284,8 @@ TEST(Calibrate, UnknownGpuUsesTheBestMeasuredRateAsPeak)
 TEST(Calibrate, MixedGpuModelsAcrossFilesAreRefused)
 {
   InputError e({}, "", "");
-  const auto what = run_error({data("nccl_tests_2.17_all_reduce_h200.log"), data("nccl_tests_2.13_all_reduce_h100_ring.log")},
-                              &e);
+  const auto what =
+      run_error({data("nccl_tests_2.17_all_reduce_h200.log"), data("nccl_tests_2.13_all_reduce_h100_ring.log")}, &e);
   EXPECT_NE(what.find("different GPU models"), std::string::npos) << what;
   EXPECT_NE(what.find("NVIDIA H200"), std::string::npos) << what;
   EXPECT_NE(what.find("NVIDIA H100 80GB HBM3"), std::string::npos) << what;
@@ -340,8 +345,8 @@ TEST(Calibrate, BadCsvsStopTheCalibration)
   auto what = run_error({dir.write("cut.csv", csv_head("mem_bench") + header + rows)}, &e);
   EXPECT_NE(what.find("complete"), std::string::npos) << what;
   // A row with a missing cell.
-  what = run_error({dir.write("short.csv", csv_head("mem_bench") + header + "memcpy,1048576,10\n# complete: true\n")},
-                   &e);
+  what =
+      run_error({dir.write("short.csv", csv_head("mem_bench") + header + "memcpy,1048576,10\n# complete: true\n")}, &e);
   EXPECT_EQ(e.where().line, 11); // 9 metadata lines (csv_head), the column header on line 10, the short row on 11
   // A sweep row with wrong results.
   what = run_error({dir.write("sweep.csv", csv_head("nccl_sweep") +
@@ -371,4 +376,47 @@ TEST(Calibrate, OneGpuPeerCopyIsANoteNotAFit)
   const auto r = rc::calibrate({path, data("nccl_tests_2.17_all_reduce_h200.log")}, {});
   EXPECT_EQ(r.profile.link(rc::LinkKind::NvLink), nullptr);
   ASSERT_FALSE(r.notes.empty());
+}
+
+TEST(Calibrate, CudaProgramsWriteTheColumnsCalibrateReads)
+{
+  // The programs in calibration/cuda cannot run here (no GPU); their CSV header lines are read from their source
+  // and must hold every column calibrate reads from that program's files.
+  struct Contract {
+    const char* file;
+    std::vector<std::string> columns;
+  };
+  const std::vector<Contract> contracts{
+      {"nccl_sweep.cu", {"collective", "algorithm", "protocol", "nranks", "nodes", "size_bytes", "time_us", "wrong"}},
+      {"peer_copy.cu", {"link_kind", "size_bytes", "time_us"}},
+      {"gemm_bench.cu", {"dtype", "flops", "bytes", "time_us", "wrong"}},
+      {"mem_bench.cu", {"kernel", "bytes", "time_us"}},
+  };
+  for (const auto& c : contracts) {
+    SCOPED_TRACE(c.file);
+    const std::string src = rc::read_text_file(std::string(RAILYARD_SOURCE_DIR) + "/calibration/cuda/" + c.file);
+    // The header is the string literal(s) right after `w.header(` or in `kHeader = `.
+    auto at = src.find("kHeader = ");
+    if (at == std::string::npos) at = src.find("w.header(");
+    ASSERT_NE(at, std::string::npos);
+    const auto end = src.find(';', at);
+    std::string header;
+    bool in = false;
+    for (size_t i = at; i < end; ++i) {
+      if (src[i] == '"') {
+        in = !in;
+        continue;
+      }
+      if (in) header += src[i];
+    }
+    std::vector<std::string> cols;
+    std::stringstream ss(header);
+    std::string col;
+    while (std::getline(ss, col, ','))
+      cols.push_back(col);
+    for (const auto& need : c.columns)
+      EXPECT_NE(std::find(cols.begin(), cols.end(), need), cols.end()) << need << " not in: " << header;
+    const std::string program = std::string(c.file).substr(0, std::string(c.file).find('.'));
+    EXPECT_NE(src.find('"' + program + '"'), std::string::npos) << "program name " << program;
+  }
 }

@@ -19,7 +19,10 @@ using railyard::models::CollectiveKind;
 
 namespace {
 
-std::string data(const std::string& name) { return std::string(RAILYARD_SOURCE_DIR) + "/tests/calibration/data/" + name; }
+std::string data(const std::string& name)
+{
+  return std::string(RAILYARD_SOURCE_DIR) + "/tests/calibration/data/" + name;
+}
 
 std::vector<std::string> lines_of(const std::string& path)
 {
@@ -37,8 +40,7 @@ int count_data_rows(const std::string& path)
   static const std::regex row(R"(^\s*\d+\s+\d+\s)");
   int n = 0;
   for (const auto& l : lines_of(path))
-    if (std::regex_search(l, row))
-      ++n;
+    if (std::regex_search(l, row)) ++n;
   return n;
 }
 
@@ -58,8 +60,7 @@ int line_number_of(const std::string& path, const std::regex& re)
 {
   const auto ls = lines_of(path);
   for (size_t i = 0; i < ls.size(); ++i)
-    if (std::regex_search(ls[i], re))
-      return static_cast<int>(i) + 1;
+    if (std::regex_search(ls[i], re)) return static_cast<int>(i) + 1;
   return -1;
 }
 
@@ -223,11 +224,15 @@ TEST(NcclTestsLog, HeaderMarksLostInCopyPaste)
       "  Rank  0 Group  0 Pid   1000 on      node1 device  0 [0x07] NVIDIA A100-SXM4-80GB\n"
       "  Rank  1 Group  0 Pid   1000 on      node1 device  1 [0x0f] NVIDIA A100-SXM4-80GB\n"
       "                                                             out-of-place                       in-place\n"
-      "       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
       "        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
-      "     1048576        262144     float     sum      -1    20.97   50.00   50.00      0    20.97   50.00   50.00      0\n"
-      "     2097152        524288     float     sum      -1    41.94   50.00   50.00      0    41.94   50.00   50.00      0\n"
-      "     4194304       1048576     float     sum      -1    83.89   50.00   50.00      0    83.89   50.00   50.00      0\n"
+      "     1048576        262144     float     sum      -1    20.97   50.00   50.00      0    20.97   50.00   50.00   "
+      "   0\n"
+      "     2097152        524288     float     sum      -1    41.94   50.00   50.00      0    41.94   50.00   50.00   "
+      "   0\n"
+      "     4194304       1048576     float     sum      -1    83.89   50.00   50.00      0    83.89   50.00   50.00   "
+      "   0\n"
       " Out of bounds values : 0 OK\n"
       " Avg bus bandwidth    : 50\n";
   const auto log = rc::parse_nccl_tests_text(text, "all_reduce_perf.txt");

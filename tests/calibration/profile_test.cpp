@@ -59,9 +59,10 @@ rc::Profile sample_profile()
   ar.measured_max = units::GiB(16);
   ar.source = "fitted from a.log";
   ar.fit = rc::FitRecord{{32, 0.02, 0.07}, {"a.log"}};
-  ar.pieces = {{Bytes(0), units::us(16.25), railyard::BytesPerSec(std::numeric_limits<double>::infinity()), {8, 0.01, 0.02}},
-               {Bytes(4096), units::us(20.5), units::GBps(3.75), {10, 0.02, 0.05}},
-               {units::MiB(8), units::us(50), units::GBps(478.125), {14, 0.01, 0.03}}};
+  ar.pieces = {
+      {Bytes(0), units::us(16.25), railyard::BytesPerSec(std::numeric_limits<double>::infinity()), {8, 0.01, 0.02}},
+      {Bytes(4096), units::us(20.5), units::GBps(3.75), {10, 0.02, 0.05}},
+      {units::MiB(8), units::us(50), units::GBps(478.125), {14, 0.01, 0.03}}};
   rc::CollectiveFit ring = ar;
   ring.algorithm = Algorithm::Ring;
   ring.protocol = Protocol::Simple;
@@ -155,8 +156,7 @@ int line_of(const std::string& text, const std::string& needle, int nth = 1)
   int n = 0;
   while (std::getline(in, l)) {
     ++n;
-    if (l.find(needle) != std::string::npos && --nth == 0)
-      return n;
+    if (l.find(needle) != std::string::npos && --nth == 0) return n;
   }
   return -1;
 }
@@ -241,8 +241,8 @@ TEST(Profile, CollectiveTimeFollowsThePieces)
   const auto p = sample_profile();
   const double f8 = 2.0 * 7 / 8; // nccl-tests all_reduce factor for 8 ranks
   // 1 MiB falls in the piece from 4096 bytes: 20.5 us + S * f / 3.75 GB/s.
-  const auto t = p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink,
-                                   units::MiB(1), 8);
+  const auto t =
+      p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, units::MiB(1), 8);
   ASSERT_TRUE(t);
   EXPECT_NEAR(t->value(), 20.5e-6 + 1048576.0 * f8 / 3.75e9, 1e-15);
   // Below 4096 bytes busbw is infinite: the time is the latency.
@@ -250,10 +250,10 @@ TEST(Profile, CollectiveTimeFollowsThePieces)
                 ->value(),
             16.25e-6);
   // Another rank count keeps busbw and applies that count's factor: 2*(4-1)/4.
-  EXPECT_NEAR(p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink,
-                                units::GiB(1), 4)
-                  ->value(),
-              50e-6 + units::kGiB * 1.5 / 478.125e9, 1e-12);
+  EXPECT_NEAR(
+      p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, units::GiB(1), 4)
+          ->value(),
+      50e-6 + units::kGiB * 1.5 / 478.125e9, 1e-12);
   // Ring/Simple: nranks 8 and 4 exist over NVLink; 5 is closer to 4, 7 to 8, and 6 is a tie that goes to the
   // larger measurement.
   const auto ring_n = [&](int n) {
@@ -262,8 +262,8 @@ TEST(Profile, CollectiveTimeFollowsThePieces)
   EXPECT_EQ(ring_n(5), 4);
   EXPECT_EQ(ring_n(7), 8);
   EXPECT_EQ(ring_n(6), 8);
-  EXPECT_FALSE(p.collective_time(CollectiveKind::AllGather, std::nullopt, std::nullopt, rc::LinkKind::NvLink,
-                                 units::MiB(1), 8));
+  EXPECT_FALSE(
+      p.collective_time(CollectiveKind::AllGather, std::nullopt, std::nullopt, rc::LinkKind::NvLink, units::MiB(1), 8));
   EXPECT_FALSE(p.collective(CollectiveKind::AllReduce, Algorithm::Tree, Protocol::Simple, rc::LinkKind::NvLink, 8));
 }
 
@@ -281,8 +281,7 @@ TEST(Profile, KernelTimeIsTheRoofline)
   // Compute bound: 8192^3 GEMM, 2 m n k FLOPs, bf16 operands and output: 3 x 8192^2 x 2 bytes.
   const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   const double bytes = 3.0 * 8192.0 * 8192.0 * 2.0;
-  EXPECT_NEAR(p.kernel_time(flops, Bytes(bytes), rc::DType::Bf16).value(), 3.25e-6 + flops / (989.4e12 * 0.78),
-              1e-15);
+  EXPECT_NEAR(p.kernel_time(flops, Bytes(bytes), rc::DType::Bf16).value(), 3.25e-6 + flops / (989.4e12 * 0.78), 1e-15);
   // Memory bound: an elementwise kernel of 1 GiB moved and 1 FLOP per 8 bytes.
   EXPECT_NEAR(p.kernel_time(units::kGiB / 8, units::GiB(1), rc::DType::Bf16).value(),
               3.25e-6 + units::kGiB / (4800e9 * 0.875), 1e-15);

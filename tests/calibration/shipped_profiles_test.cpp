@@ -30,17 +30,22 @@ std::vector<std::string> shipped()
 {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(kRoot + "/calibration/profiles"))
-    if (e.path().extension() == ".yaml")
-      out.push_back(e.path().string());
+    if (e.path().extension() == ".yaml") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
 }
 
-rc::Profile load(const std::string& name) { return rc::read_profile(kRoot + "/calibration/profiles/" + name); }
+rc::Profile load(const std::string& name)
+{
+  return rc::read_profile(kRoot + "/calibration/profiles/" + name);
+}
 
 // The fitted entry's own recorded worst error, plus the rounding of the recorded parameters (6 significant digits)
 // and of the recorded error (4 significant digits).
-double allowed(const rc::CollectiveFit& c) { return c.fit->quality.max_rel_error * (1 + 1e-3) + 1e-5; }
+double allowed(const rc::CollectiveFit& c)
+{
+  return c.fit->quality.max_rel_error * (1 + 1e-3) + 1e-5;
+}
 
 } // namespace
 
@@ -86,8 +91,7 @@ TEST(ShippedProfiles, FittedEntriesAreWhatCalibrateGivesToday)
       EXPECT_EQ(in.sha256, rc::sha256_hex(text)); // the source was not edited without refitting
     }
     for (const auto& c : p.collectives) {
-      if (!c.fit)
-        continue;
+      if (!c.fit) continue;
       SCOPED_TRACE(f + ": " + c.source);
       std::vector<std::string> inputs;
       for (const auto& i : c.fit->inputs)

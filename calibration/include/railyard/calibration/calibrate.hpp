@@ -13,7 +13,7 @@
 namespace railyard::calibration {
 
 struct CalibrateOptions {
-  std::string system;      ///< profile's system name; default "calibrated_<gpu model>"
+  std::string system; ///< profile's system name; default "calibrated_<gpu model>"
   std::string description;
   /// Link kind of single-node measurements. Default: NVLink, unless the GPU's name says PCIe (or it is a GeForce /
   /// RTX / workstation part), or the calibration CSV recorded what the program found.

@@ -27,7 +27,7 @@ struct CalibrationCsv {
   std::string program;                     ///< metadata "program": nccl_sweep, peer_copy, gemm_bench, mem_bench
   std::map<std::string, std::string> meta; ///< every "# key: value" line (the first occurrence of a key)
   std::map<std::string, int> meta_line;
-  std::vector<std::string> notes;          ///< "# note: ..." lines, e.g. algorithm/protocol pairs NCCL refused
+  std::vector<std::string> notes; ///< "# note: ..." lines, e.g. algorithm/protocol pairs NCCL refused
   std::vector<std::string> columns;
   int header_line = 0;
   std::vector<Row> rows;

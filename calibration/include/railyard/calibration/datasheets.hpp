@@ -10,9 +10,9 @@
 namespace railyard::calibration {
 
 struct GpuDatasheet {
-  const char* match;              ///< lowercase, without spaces or dashes, found in the normalised CUDA name
+  const char* match; ///< lowercase, without spaces or dashes, found in the normalised CUDA name
   const char* name;
-  double memory_bandwidth_GBps;   ///< HBM peak
+  double memory_bandwidth_GBps;                                          ///< HBM peak
   double tflops_fp32, tflops_tf32, tflops_fp16, tflops_bf16, tflops_fp8; ///< dense; 0 where the GPU has none
   double nvlink_GBps_per_direction; ///< 0 where the GPU has no NVLink to an NVSwitch
   double pcie_GBps_per_direction;

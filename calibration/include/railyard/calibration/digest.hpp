@@ -12,9 +12,9 @@ namespace railyard::calibration {
 std::string sha256_hex(std::string_view data);
 
 struct InputFile {
-  std::string path;    ///< as the user named it
+  std::string path; ///< as the user named it
   std::uint64_t bytes = 0;
-  std::string sha256;  ///< 64 hex digits
+  std::string sha256; ///< 64 hex digits
 };
 
 /// Reads a whole file. Throws InputError naming the path when it cannot be opened.

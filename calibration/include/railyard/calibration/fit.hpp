@@ -55,7 +55,7 @@ private:
 LineFit fit_line(std::span<const Sample> samples);
 
 struct PiecewiseOptions {
-  int max_pieces = 4;                  ///< cap: more pieces would follow the noise
+  int max_pieces = 4;                      ///< cap: more pieces would follow the noise
   double split_above_max_rel_error = 0.05; ///< a piece whose worst point is off by more than this is split
   /// A split must cut the sum of squared relative errors of the piece by at least this fraction.
   double min_improvement = 0.25;

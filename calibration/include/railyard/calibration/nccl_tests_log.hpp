@@ -22,20 +22,20 @@ namespace railyard::calibration {
 
 /// One half of a row: nccl-tests times every size out-of-place and in-place.
 struct NcclTestsTiming {
-  double time_us = 0;       ///< average time of one operation, microseconds ("time" or "cputime" column)
-  double algbw_GBps = 0;    ///< size / time, GB/s (1e9 B/s)
-  double busbw_GBps = 0;    ///< algbw x the collective's factor (doc/PERFORMANCE.md)
+  double time_us = 0;    ///< average time of one operation, microseconds ("time" or "cputime" column)
+  double algbw_GBps = 0; ///< size / time, GB/s (1e9 B/s)
+  double busbw_GBps = 0; ///< algbw x the collective's factor (doc/PERFORMANCE.md)
   /// "#wrong": number of wrong elements; older versions print "error", the largest absolute deviation instead.
   /// Empty when the log says N/A (run with -c 0).
   std::optional<double> wrong;
 };
 
 struct NcclTestsRow {
-  int line = 0;               ///< 1-based line in the log
-  std::int64_t size_bytes = 0; ///< nccl-tests' "size" column
-  std::int64_t count = 0;     ///< elements
-  std::string type;           ///< "float", "half", ...
-  std::string redop;          ///< "sum", "none", or empty in versions without the column
+  int line = 0;                                ///< 1-based line in the log
+  std::int64_t size_bytes = 0;                 ///< nccl-tests' "size" column
+  std::int64_t count = 0;                      ///< elements
+  std::string type;                            ///< "float", "half", ...
+  std::string redop;                           ///< "sum", "none", or empty in versions without the column
   std::optional<NcclTestsTiming> out_of_place; ///< empty when only in-place was timed
   std::optional<NcclTestsTiming> in_place;
 };
@@ -50,20 +50,20 @@ struct NcclTestsRank {
 
 struct NcclTestsLog {
   InputFile input;
-  std::string program;                           ///< "all_reduce_perf" when the log or the file name says it
+  std::string program; ///< "all_reduce_perf" when the log or the file name says it
   std::optional<models::CollectiveKind> collective;
-  bool unsupported_collective = false;           ///< gather/scatter/hypercube: nccl-tests has them, Railyard not
-  std::string nccl_version;                      ///< "2.21.5", empty when the log does not say
-  std::string nccl_tests_version;                ///< "2.17.6", newer logs only
-  int header_nthreads = 0, header_ngpus = 0;     ///< from "# nThread 1 nGpus 8 ..."; 0 when absent
-  std::vector<NcclTestsRank> ranks;              ///< "Rank" lines, in order
-  std::string wrong_column;                      ///< "#wrong" or "error"
-  std::vector<std::string> columns;              ///< column header names as printed
+  bool unsupported_collective = false;       ///< gather/scatter/hypercube: nccl-tests has them, Railyard not
+  std::string nccl_version;                  ///< "2.21.5", empty when the log does not say
+  std::string nccl_tests_version;            ///< "2.17.6", newer logs only
+  int header_nthreads = 0, header_ngpus = 0; ///< from "# nThread 1 nGpus 8 ..."; 0 when absent
+  std::vector<NcclTestsRank> ranks;          ///< "Rank" lines, in order
+  std::string wrong_column;                  ///< "#wrong" or "error"
+  std::vector<std::string> columns;          ///< column header names as printed
   int columns_line = 0;
   std::vector<NcclTestsRow> rows;
-  std::optional<double> avg_busbw_GBps;          ///< footer
+  std::optional<double> avg_busbw_GBps; ///< footer
   int footer_line = 0;
-  std::optional<int> out_of_bounds;              ///< footer "Out of bounds values : N"
+  std::optional<int> out_of_bounds; ///< footer "Out of bounds values : N"
   /// NCCL_ALGO / NCCL_PROTO as the log states them ("NCCL_ALGO=Ring", "NCCL_ALGO set by environment to Ring"),
   /// empty when it does not.
   std::string algo_env, proto_env;

@@ -111,8 +111,7 @@ struct Profile {
   /// The fit for (collective, algorithm, protocol, link); among several rank counts the closest to `nranks`.
   /// Empty algorithm/protocol ask for the "auto" entry (NCCL's own choice). nullptr when the profile has none.
   [[nodiscard]] const CollectiveFit* collective(models::CollectiveKind c, std::optional<models::Algorithm> a,
-                                                std::optional<models::Protocol> p, LinkKind link,
-                                                int nranks) const;
+                                                std::optional<models::Protocol> p, LinkKind link, int nranks) const;
   [[nodiscard]] std::optional<Seconds> collective_time(models::CollectiveKind c, std::optional<models::Algorithm> a,
                                                        std::optional<models::Protocol> p, LinkKind link, Bytes size,
                                                        int nranks) const;
@@ -128,7 +127,8 @@ Profile read_profile(const std::string& path);
 Profile parse_profile(const std::string& text, const std::string& name);
 
 /// YAML text of a profile. Numbers are written with 15 significant digits, so a number that was read from a
-/// profile (or made from one with up to 15 digits) is read back as the same double and written as the same text. Throws std::invalid_argument when the profile would not pass read_profile's validation.
+/// profile (or made from one with up to 15 digits) is read back as the same double and written as the same text. Throws
+/// std::invalid_argument when the profile would not pass read_profile's validation.
 std::string profile_to_yaml(const Profile& p);
 /// Writes to PATH.tmp and renames it to PATH, so PATH is either the old file or the complete new one.
 void write_profile(const Profile& p, const std::string& path);
