@@ -59,29 +59,6 @@ void print_table(const topo::ClusterSpec& spec, const topo::TopologySummary& s, 
     out << fmt::format("{:<{}}  {}\n", name, width, value);
 }
 
-nlohmann::ordered_json to_json(const topo::ClusterSpec& spec, const topo::TopologySummary& s)
-{
-  nlohmann::ordered_json j;
-  j["kind"] = topo::to_string(spec.kind);
-  j["nodes"] = s.nodes;
-  j["gpus_per_node"] = spec.gpus_per_node;
-  j["gpus"] = s.gpus;
-  j["nics"] = s.nics;
-  j["nvswitches"] = s.nvswitches;
-  nlohmann::ordered_json switches = nlohmann::ordered_json::object();
-  for (const auto& [tier, count] : s.switches_by_tier)
-    switches[tier] = count;
-  j["switches"] = switches;
-  j["links"] = s.links;
-  j["cables"] = s.cables;
-  j["optics"] = s.optics;
-  j["nic_bandwidth_bytes_per_s"] = spec.nic_bandwidth.value();
-  j["bisection_bytes_per_s"] = s.bisection.value();
-  j["full_bisection_bytes_per_s"] = s.full_bisection.value();
-  j["oversubscription"] = s.oversubscription;
-  return j;
-}
-
 int describe(const DescribeOptions& o)
 {
   const YamlNode cluster = YamlNode::load_file(o.scenario).at("cluster");
@@ -98,7 +75,7 @@ int describe(const DescribeOptions& o)
   }
   const topo::TopologySummary s = topology.summary();
   if (o.json)
-    std::cout << to_json(spec, s).dump(2) << "\n";
+    std::cout << topo::summary_json(spec, s).dump(2) << "\n";
   else
     print_table(spec, s, std::cout);
   if (!o.dot.empty()) {

@@ -78,26 +78,6 @@ namespace {
 // Shortest text that reads back as the same double: identical results give identical files.
 std::string num(double v) { return fmt::format("{}", v); }
 
-nlohmann::ordered_json topology_json(const topo::TopologySummary& t)
-{
-  nlohmann::ordered_json j;
-  j["gpus"] = t.gpus;
-  j["nodes"] = t.nodes;
-  j["nics"] = t.nics;
-  j["nvswitches"] = t.nvswitches;
-  nlohmann::ordered_json tiers = nlohmann::ordered_json::object();
-  for (const auto& [name, count] : t.switches_by_tier)
-    tiers[name] = count;
-  j["switches"] = tiers;
-  j["links"] = t.links;
-  j["cables"] = t.cables;
-  j["optics"] = t.optics;
-  j["bisection_bytes_per_s"] = t.bisection.value();
-  j["full_bisection_bytes_per_s"] = t.full_bisection.value();
-  j["oversubscription"] = t.oversubscription;
-  return j;
-}
-
 } // namespace
 
 void write_outputs(const RunResult& result, const std::string& dir)
@@ -131,7 +111,7 @@ void write_outputs(const RunResult& result, const std::string& dir)
   j["backend"] = to_string(result.scenario.sim.backend);
   j["pxn"] = result.scenario.sim.pxn;
   j["cluster_kind"] = topo::to_string(result.scenario.cluster.kind);
-  j["topology"] = topology_json(result.topology);
+  j["topology"] = topo::summary_json(result.scenario.cluster, result.topology);
   j["simulated_time_s"] = result.simulated_time.value();
   j["flows"] = {{"sent", result.flows.flows_sent},
                 {"received", result.flows.flows_received},

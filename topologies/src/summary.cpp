@@ -159,4 +159,27 @@ void Topology::write_dot(std::ostream& out) const
   out << "}\n";
 }
 
+nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySummary& s)
+{
+  nlohmann::ordered_json j;
+  j["kind"] = to_string(spec.kind);
+  j["nodes"] = s.nodes;
+  j["gpus_per_node"] = spec.gpus_per_node;
+  j["gpus"] = s.gpus;
+  j["nics"] = s.nics;
+  j["nvswitches"] = s.nvswitches;
+  nlohmann::ordered_json switches = nlohmann::ordered_json::object();
+  for (const auto& [tier, count] : s.switches_by_tier)
+    switches[tier] = count;
+  j["switches"] = switches;
+  j["links"] = s.links;
+  j["cables"] = s.cables;
+  j["optics"] = s.optics;
+  j["nic_bandwidth_bytes_per_s"] = spec.nic_bandwidth.value();
+  j["bisection_bytes_per_s"] = s.bisection.value();
+  j["full_bisection_bytes_per_s"] = s.full_bisection.value();
+  j["oversubscription"] = s.oversubscription;
+  return j;
+}
+
 } // namespace railyard::topo

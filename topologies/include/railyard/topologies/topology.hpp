@@ -6,6 +6,7 @@
 #include "railyard/common/yaml.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <iosfwd>
@@ -83,6 +84,9 @@ struct TopologySummary {
   BytesPerSec full_bisection{0};     ///< what a non-blocking fabric would give: half the NIC bandwidth
   double oversubscription = 1.0;     ///< leaf downlink : uplink bandwidth
 };
+
+/// The summary as JSON (used by `railyard topo describe --json` and by summary.json); bandwidths in bytes per second.
+nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySummary& summary);
 
 class Topology {
 public:
