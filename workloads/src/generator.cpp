@@ -1,0 +1,876 @@
+#include "railyard/workloads/generator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+namespace railyard::workloads {
+
+std::string to_string(Recompute r)
+{
+  switch (r) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "?";
+}
+
+InputLocation MegatronConfig::locate(const std::string& field) const
+{
+  if (auto it = where.find(field); it != where.end()) return it->second;
+  InputLocation at;
+  if (auto it = where.find(""); it != where.end()) at = it->second;
+  at.field = at.field.empty() ? field : at.field + "." + field;
+  return at;
+}
+
+namespace {
+
+[[noreturn]] void refuse(const MegatronConfig& c, const std::string& field, const std::string& rule,
+                         const std::string& fix)
+{
+  InputLocation at = c.locate(field);
+  if (at.field.empty()) at.field = field;
+  throw InputError(at, rule, fix);
+}
+
+void require_positive(const MegatronConfig& c, const std::string& field, long long v)
+{
+  if (v < 1) refuse(c, field, fmt::format("{} is {}; it must be at least 1", field, v), "give a positive number");
+}
+
+} // namespace
+
+MegatronLayout resolve_layout(const MegatronConfig& c, int world)
+{
+  const TransformerSpec& m = c.model;
+  const ParallelSpec& p = c.parallel;
+  const TrainingSpec& t = c.training;
+  require_positive(c, "model.layers", m.layers);
+  require_positive(c, "model.hidden", m.hidden);
+  require_positive(c, "model.heads", m.heads);
+  require_positive(c, "model.seq_length", m.seq_length);
+  require_positive(c, "model.vocab", m.vocab);
+  require_positive(c, "parallel.tp", p.tp);
+  require_positive(c, "parallel.pp", p.pp);
+  require_positive(c, "parallel.cp", p.cp);
+  require_positive(c, "parallel.ep", p.ep);
+  require_positive(c, "parallel.virtual_stages", p.virtual_stages);
+  require_positive(c, "training.micro_batch", t.micro_batch);
+  require_positive(c, "training.global_batch", t.global_batch);
+  if (m.kv_heads < 0) refuse(c, "model.kv_heads", "kv_heads is negative", "give 0 (= heads) or a positive number");
+  if (m.ffn_hidden < 0) refuse(c, "model.ffn_hidden", "ffn_hidden is negative", "give 0 (= 4 x hidden) or more");
+  if (m.experts < 0 || m.top_k < 0 || m.moe_ffn_hidden < 0)
+    refuse(c, "model.experts", "experts, top_k and moe_ffn_hidden must not be negative", "give 0 for a dense model");
+  if (p.zero_stage < 0 || p.zero_stage > 3)
+    refuse(c, "parallel.zero", fmt::format("ZeRO stage {} does not exist", p.zero_stage),
+           "give 0 (DDP), 1 (distributed optimizer), 2 or 3 (FSDP)");
+  if (!(p.bucket_params > 0))
+    refuse(c, "parallel.bucket_params", "bucket_params must be positive", "give parameters per bucket, e.g. 40e6");
+  if (t.bytes_per_element < 1 || t.grad_bytes_per_element < 1)
+    refuse(c, "training.dtype", "element sizes must be positive", "use bf16, fp16 or fp32");
+
+  MegatronLayout L;
+  L.world = world;
+  L.tp = p.tp;
+  L.pp = p.pp;
+  L.cp = p.cp;
+  L.ep = p.ep;
+  L.vpp = p.virtual_stages;
+  const long long model_parallel = 1LL * p.tp * p.pp * p.cp;
+  if (world < 1) refuse(c, "parallel", "the cluster has no GPUs", "give a cluster");
+  if (world % model_parallel != 0)
+    refuse(c, "parallel.tp",
+           fmt::format("tp x pp x cp = {} x {} x {} = {} does not divide the GPU count {}", p.tp, p.pp, p.cp,
+                       model_parallel, world),
+           "choose tp, pp and cp whose product divides the number of GPUs");
+  L.dp = static_cast<int>(world / model_parallel);
+  if (p.dp != 0 && p.dp != L.dp)
+    refuse(c, "parallel.dp",
+           fmt::format("dp = {} but tp x pp x cp x dp = {} x {} x {} x {} = {} is not the GPU count {}", p.dp, p.tp,
+                       p.pp, p.cp, p.dp, model_parallel * p.dp, world),
+           fmt::format("give dp = {} (GPUs / (tp x pp x cp)) or leave it out", L.dp));
+  if (m.hidden % m.heads != 0)
+    refuse(c, "model.hidden", fmt::format("hidden {} is not a multiple of heads {}", m.hidden, m.heads),
+           "give a hidden size that the heads divide");
+  L.kv_heads = m.kv_heads == 0 ? m.heads : m.kv_heads;
+  if (m.heads % L.kv_heads != 0)
+    refuse(c, "model.kv_heads", fmt::format("heads {} is not a multiple of kv_heads {}", m.heads, L.kv_heads),
+           "give kv_heads that divides heads (grouped-query attention)");
+  if (m.heads % p.tp != 0)
+    refuse(c, "model.heads", fmt::format("heads {} is not divisible by tp {}", m.heads, p.tp),
+           "choose tp that divides the number of attention heads");
+  if (L.kv_heads % p.tp != 0)
+    refuse(c, "model.kv_heads",
+           fmt::format("kv_heads {} is not divisible by tp {} (Megatron splits the query groups across TP)", L.kv_heads,
+                       p.tp),
+           "choose tp that divides kv_heads");
+  L.ffn_hidden = m.ffn_hidden == 0 ? 4 * m.hidden : m.ffn_hidden;
+  if (L.ffn_hidden % p.tp != 0)
+    refuse(c, "model.ffn_hidden", fmt::format("ffn_hidden {} is not divisible by tp {}", L.ffn_hidden, p.tp),
+           "choose tp that divides the FFN size");
+  const long long chunks = 1LL * p.pp * p.virtual_stages;
+  if (m.layers % chunks != 0)
+    refuse(c, "model.layers",
+           fmt::format("layers {} is not divisible by pp x virtual_stages = {} x {}", m.layers, p.pp, p.virtual_stages),
+           "choose pp and virtual_stages whose product divides the number of layers");
+  L.layers_per_chunk = static_cast<int>(m.layers / chunks);
+  if (p.virtual_stages > 1 && p.pp < 2)
+    refuse(c, "parallel.virtual_stages", "the interleaved schedule needs pp >= 2",
+           "set virtual_stages: 1 or use pipeline parallelism");
+  const long long per_step = 1LL * t.micro_batch * L.dp;
+  if (t.global_batch % per_step != 0)
+    refuse(c, "training.global_batch",
+           fmt::format("global_batch {} is not divisible by micro_batch x dp = {} x {}", t.global_batch, t.micro_batch,
+                       L.dp),
+           "choose a global batch that is a multiple of micro_batch x dp");
+  L.microbatches = static_cast<int>(t.global_batch / per_step);
+  if (p.virtual_stages > 1 && L.microbatches % p.pp != 0)
+    refuse(c, "training.global_batch",
+           fmt::format("the interleaved schedule needs the micro-batches per pipeline ({}) to be a multiple of pp {}",
+                       L.microbatches, p.pp),
+           "choose a global batch that gives a multiple of pp micro-batches, or virtual_stages: 1");
+  if (m.seq_length % p.cp != 0)
+    refuse(c, "parallel.cp", fmt::format("seq_length {} is not divisible by cp {}", m.seq_length, p.cp),
+           "choose cp that divides the sequence length");
+  L.sequence_parallel = p.sequence_parallel && p.tp > 1;
+  if (L.sequence_parallel && (m.seq_length / p.cp) % p.tp != 0)
+    refuse(c, "parallel.sequence_parallel",
+           fmt::format("sequence parallelism splits the {} tokens of a CP rank across tp {}, which does not divide it",
+                       m.seq_length / p.cp, p.tp),
+           "choose tp that divides seq_length / cp, or sequence_parallel: false");
+  const bool moe = m.experts > 1;
+  if (moe) {
+    if (m.top_k < 1 || m.top_k > m.experts)
+      refuse(c, "model.top_k", fmt::format("top_k {} is outside 1..experts ({})", m.top_k, m.experts),
+             "route each token to between 1 and experts experts");
+    if (m.experts % p.ep != 0)
+      refuse(c, "parallel.ep", fmt::format("experts {} is not divisible by ep {}", m.experts, p.ep),
+             "choose ep that divides the number of experts");
+    if (L.dp % p.ep != 0)
+      refuse(c, "parallel.ep",
+             fmt::format("ep {} does not divide the data-parallel size {} (expert parallelism is carved out of the "
+                         "data-parallel ranks)",
+                         p.ep, L.dp),
+             "choose ep that divides dp");
+    if (p.tp > 1 && !p.sequence_parallel)
+      refuse(c, "parallel.sequence_parallel", "MoE layers with tp > 1 need sequence parallelism (as Megatron-core)",
+             "set sequence_parallel: true");
+  } else if (p.ep != 1) {
+    refuse(c, "parallel.ep", fmt::format("ep = {} but the model has no experts", p.ep),
+           "set model.experts and model.top_k, or ep: 1");
+  }
+  L.moe_ffn_hidden = m.moe_ffn_hidden == 0 ? L.ffn_hidden : m.moe_ffn_hidden;
+  const long long multiple = 128LL * p.tp;
+  L.padded_vocab = static_cast<int>((m.vocab + multiple - 1) / multiple * multiple);
+  return L;
+}
+
+std::vector<PipelineSlot> pipeline_schedule(int p, int s, int m, int v)
+{
+  std::vector<PipelineSlot> out;
+  if (v <= 1) {
+    // megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_without_interleaving.
+    const int warmup = std::min(p - s - 1, m);
+    for (int i = 0; i < warmup; ++i)
+      out.push_back({true, i, 0});
+    for (int i = 0; i < m - warmup; ++i) {
+      out.push_back({true, warmup + i, 0});
+      out.push_back({false, i, 0});
+    }
+    for (int i = m - warmup; i < m; ++i)
+      out.push_back({false, i, 0});
+    return out;
+  }
+  // forward_backward_pipelining_with_interleaving: k-th forward (backward) runs model chunk
+  // (k mod (p v)) / p (reversed for backward) on micro-batch (k mod p) + p * (k / (p v)).
+  const int total = m * v;
+  auto chunk_of = [&](int k, bool forward) {
+    int c = (k % (p * v)) / p;
+    return forward ? c : v - 1 - c;
+  };
+  auto mb_of = [&](int k) { return (k % p) + p * (k / (p * v)); };
+  int warmup = (p - s - 1) * 2 + (v - 1) * p;
+  warmup = std::min(warmup, total);
+  for (int k = 0; k < warmup; ++k)
+    out.push_back({true, mb_of(k), chunk_of(k, true)});
+  const int steady = total - warmup;
+  for (int k = 0; k < steady; ++k) {
+    out.push_back({true, mb_of(warmup + k), chunk_of(warmup + k, true)});
+    out.push_back({false, mb_of(k), chunk_of(k, false)});
+  }
+  for (int k = steady; k < total; ++k)
+    out.push_back({false, mb_of(k), chunk_of(k, false)});
+  return out;
+}
+
+double megatron_model_flops(const MegatronConfig& c)
+{
+  const TransformerSpec& m = c.model;
+  const double s = m.seq_length, h = m.hidden;
+  const double kv = (m.kv_heads == 0 ? m.heads : m.kv_heads) * (h / m.heads);
+  const double f = m.ffn_hidden == 0 ? 4 * h : m.ffn_hidden;
+  const double mats = m.gated_mlp ? 3 : 2;
+  double layer = 2 * s * h * (h + 2 * kv) + 4 * s * s * h + 2 * s * h * h;
+  if (m.experts > 1) {
+    const double fe = m.moe_ffn_hidden == 0 ? f : m.moe_ffn_hidden;
+    layer += 2 * s * h * m.experts + m.top_k * 2 * mats * s * h * fe;
+  } else {
+    layer += 2 * mats * s * h * f;
+  }
+  const double forward = m.layers * layer + 2 * s * h * m.vocab;
+  return 3.0 * forward * c.training.global_batch;
+}
+
+namespace {
+
+// Communicator slots of every generated program (Workload::Rank::comm_map maps them to global ids).
+enum Slot : int { kTp = 0, kCp, kDp, kEp, kEdp, kPp, kSlots };
+// Streams: compute and the blocking collectives on 0, as Megatron issues them on the default stream.
+enum Stream : StreamId { kCompute = 0, kPpSend = 1, kPpRecv = 2, kDpGrad = 3, kDpParam = 4, kTpAsync = 5 };
+constexpr OpId kNone = ~OpId{0};
+
+struct Sizes {
+  double E = 2, Eg = 4;
+  double b = 1, s = 0, S = 0, T = 0, Tsp = 0;
+  double h = 0, a = 0, kvd = 0, f = 0, fe = 0, X = 0, k = 0, V = 0;
+  double tp = 1, cp = 1, ep = 1;
+  double m1 = 1; // FFN input matrices: 2 with a gated MLP (gate and up), else 1
+  bool sp = false, moe = false, flash = true;
+};
+
+// Parameters of one pipeline unit (a layer, the embedding, the LM head) as one TP rank holds them.
+struct UnitParams {
+  double dense = 0;  // reduced over the DP (x CP) group
+  double expert = 0; // reduced over the expert-data-parallel group
+};
+
+// Emits the program of one pipeline stage.
+class StageEmitter {
+public:
+  StageEmitter(const MegatronConfig& cfg, const MegatronLayout& L, const Sizes& z, int stage)
+      : cfg_(cfg), L_(L), z_(z), stage_(stage), zero_(cfg.parallel.zero_stage)
+  {
+    b_.set_stream_label(kCompute, "compute");
+    b_.set_stream_label(kPpSend, "pp send");
+    b_.set_stream_label(kPpRecv, "pp recv");
+    b_.set_stream_label(kDpGrad, "dp grads");
+    b_.set_stream_label(kDpParam, "dp params");
+    b_.set_stream_label(kTpAsync, "tp async");
+    plan_buckets();
+  }
+
+  RankGraph build()
+  {
+    const auto slots = pipeline_schedule(L_.pp, stage_, L_.microbatches, L_.vpp);
+    std::vector<int> last_backward(L_.vpp, -1);
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (!slots[i].forward) last_backward[slots[i].chunk] = static_cast<int>(i);
+    if (zero_ <= 2 && zero_ >= 1 && cfg_.parallel.overlap_param_gather) emit_param_gathers(kNone);
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const PipelineSlot& sl = slots[i];
+      if (sl.forward)
+        emit_forward(sl.microbatch, sl.chunk);
+      else
+        emit_backward(sl.microbatch, sl.chunk, last_backward[sl.chunk] == static_cast<int>(i));
+    }
+    emit_step_end();
+    return b_.finish();
+  }
+
+private:
+  // ---- primitives ----
+  OpId add(Op op, const std::string& name, std::initializer_list<OpId> deps = {})
+  {
+    OpId id = b_.add(op, name);
+    for (OpId d : deps)
+      if (d != kNone) b_.add_dep(id, d);
+    if (op.stream == kCompute) last_compute_ = id;
+    return id;
+  }
+  OpId compute(const std::string& name, double flops, double bytes, std::initializer_list<OpId> deps = {})
+  {
+    return add(Op::make_compute(flops, Bytes(bytes), kCompute), name, deps);
+  }
+  OpId mem(const std::string& name, double bytes, std::initializer_list<OpId> deps = {})
+  {
+    return compute(name, 0, bytes, deps);
+  }
+  OpId coll(CollectiveKind k, int slot, double bytes, const std::string& name, StreamId stream = kCompute,
+            std::initializer_list<OpId> deps = {})
+  {
+    return add(Op::make_collective(k, Bytes(bytes), slot, -1, stream), name, deps);
+  }
+  bool has_tp() const { return L_.tp > 1; }
+  bool has_cp() const { return L_.cp > 1; }
+  bool has_ep() const { return z_.moe && L_.ep > 1; }
+  double dp_group() const { return 1.0 * L_.dp * L_.cp; }
+  double edp_group() const { return 1.0 * L_.tp * L_.cp * L_.dp / L_.ep; }
+
+  int first_layer(int chunk) const { return (chunk * L_.pp + stage_) * L_.layers_per_chunk; }
+  bool has_embedding(int chunk) const { return stage_ == 0 && chunk == 0; }
+  bool has_head(int chunk) const { return stage_ == L_.pp - 1 && chunk == L_.vpp - 1; }
+
+  // ---- parameters and buckets ----
+  UnitParams layer_params() const
+  {
+    UnitParams u;
+    u.dense = z_.h * (z_.h + 2 * z_.kvd) / z_.tp + z_.h * z_.h / z_.tp + 4 * z_.h;
+    if (z_.moe) {
+      u.dense += z_.h * z_.X;
+      u.expert = (z_.X / z_.ep) * (z_.m1 + 1) * z_.h * z_.fe;
+    } else {
+      u.dense += (z_.m1 + 1) * z_.h * z_.f / z_.tp;
+    }
+    return u;
+  }
+  UnitParams embedding_params() const { return {z_.V * z_.h / z_.tp, 0}; }
+  UnitParams head_params() const { return {z_.V * z_.h / z_.tp + 2 * z_.h, 0}; }
+
+  // A unit is a layer (index >= 0), the LM head (-1) or the embedding (-2), in the order the backward pass finishes
+  // their gradients. Buckets group whole units until they hold bucket_params (Megatron fills them per parameter).
+  struct Bucket {
+    double params = 0;
+    std::vector<int> units;
+  };
+  struct ChunkBuckets {
+    std::vector<Bucket> dense, expert;
+    std::map<int, std::pair<int, int>> of_unit; // unit -> (dense bucket, expert bucket), -1 when none
+  };
+
+  void plan_buckets()
+  {
+    buckets_.resize(L_.vpp);
+    for (int c = 0; c < L_.vpp; ++c) {
+      std::vector<std::pair<int, UnitParams>> units;
+      if (has_head(c)) units.emplace_back(-1, head_params());
+      for (int l = first_layer(c) + L_.layers_per_chunk - 1; l >= first_layer(c); --l)
+        units.emplace_back(l, layer_params());
+      if (has_embedding(c)) units.emplace_back(-2, embedding_params());
+      auto& cb = buckets_[c];
+      auto place = [&](std::vector<Bucket>& list, double params, int unit) {
+        if (params <= 0) return -1;
+        if (list.empty() || list.back().params >= cfg_.parallel.bucket_params) list.emplace_back();
+        list.back().params += params;
+        list.back().units.push_back(unit);
+        return static_cast<int>(list.size() - 1);
+      };
+      for (const auto& [unit, p] : units) {
+        int d = place(cb.dense, p.dense, unit);
+        int e = place(cb.expert, p.expert, unit);
+        cb.of_unit[unit] = {d, e};
+      }
+      for (const auto& bk : cb.dense)
+        stage_params_dense_ += bk.params;
+      for (const auto& bk : cb.expert)
+        stage_params_expert_ += bk.params;
+    }
+  }
+
+  // Gradients of `unit` are final once its last wgrad op `done` has run: close its buckets when it was their last
+  // unit. Called in the backward pass of the micro-batch that reduces gradients.
+  void unit_gradients_ready(int chunk, int unit, OpId done)
+  {
+    if (zero_ == 3) return; // FSDP reduce-scatters per layer (emit_layer_grad_rs)
+    auto& cb = buckets_[chunk];
+    const auto [d, e] = cb.of_unit.at(unit);
+    const CollectiveKind kind = zero_ == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
+    const char* what = zero_ == 0 ? "all-reduce" : "reduce-scatter";
+    if (d >= 0 && cb.dense[d].units.back() == unit && dp_group() > 1)
+      grad_syncs_.push_back(coll(kind, kDp, cb.dense[d].params * z_.Eg,
+                                 fmt::format("grad {} chunk {} bucket {}", what, chunk, d), kDpGrad, {done}));
+    if (e >= 0 && cb.expert[e].units.back() == unit && edp_group() > 1)
+      grad_syncs_.push_back(coll(kind, kEdp, cb.expert[e].params * z_.Eg,
+                                 fmt::format("expert grad {} chunk {} bucket {}", what, chunk, e), kDpGrad, {done}));
+  }
+
+  // ZeRO-1/2: all-gather of the updated parameters, per bucket. At the step start (overlap_param_gather: the first
+  // forward of each unit waits for its bucket) or after the optimizer (`after`).
+  void emit_param_gathers(OpId after)
+  {
+    for (int c = 0; c < L_.vpp; ++c) {
+      auto& cb = buckets_[c];
+      cb_gather_.resize(L_.vpp);
+      cb_gather_[c].dense.assign(cb.dense.size(), kNone);
+      cb_gather_[c].expert.assign(cb.expert.size(), kNone);
+      // Forward order: the bucket of the first layer first.
+      for (int d = static_cast<int>(cb.dense.size()) - 1; d >= 0; --d)
+        if (dp_group() > 1)
+          cb_gather_[c].dense[d] = coll(CollectiveKind::AllGather, kDp, cb.dense[d].params * z_.E,
+                                        fmt::format("param all-gather chunk {} bucket {}", c, d), kDpParam, {after});
+      for (int e = static_cast<int>(cb.expert.size()) - 1; e >= 0; --e)
+        if (edp_group() > 1)
+          cb_gather_[c].expert[e] =
+              coll(CollectiveKind::AllGather, kEdp, cb.expert[e].params * z_.E,
+                   fmt::format("expert param all-gather chunk {} bucket {}", c, e), kDpParam, {after});
+    }
+  }
+
+  // The ops a unit's first forward must wait for (overlapped parameter gathers).
+  void wait_params(int chunk, int unit)
+  {
+    if (cb_gather_.empty() || first_forward_done_[chunk]) return;
+    const auto [d, e] = buckets_[chunk].of_unit.at(unit);
+    if (d >= 0 && cb_gather_[chunk].dense[d] != kNone) pending_.push_back(cb_gather_[chunk].dense[d]);
+    if (e >= 0 && cb_gather_[chunk].expert[e] != kNone) pending_.push_back(cb_gather_[chunk].expert[e]);
+  }
+
+  // FSDP (ZeRO-3): all-gather a unit's parameters before it runs, at most two units ahead of the compute stream.
+  void fsdp_gather(int unit, const UnitParams& p, const std::string& pass)
+  {
+    if (zero_ != 3) return;
+    const OpId throttle = fsdp_window_[0];
+    fsdp_window_[0] = fsdp_window_[1];
+    fsdp_window_[1] = last_compute_;
+    if (p.dense > 0 && dp_group() > 1)
+      pending_.push_back(coll(CollectiveKind::AllGather, kDp, p.dense * z_.E,
+                              fmt::format("{} param all-gather {}", pass, unit_name(unit)), kDpParam, {throttle}));
+    if (p.expert > 0 && edp_group() > 1)
+      pending_.push_back(coll(CollectiveKind::AllGather, kEdp, p.expert * z_.E,
+                              fmt::format("{} expert param all-gather {}", pass, unit_name(unit)), kDpParam,
+                              {throttle}));
+  }
+  void fsdp_reduce(int unit, const UnitParams& p, OpId done)
+  {
+    if (zero_ != 3) return;
+    if (p.dense > 0 && dp_group() > 1)
+      grad_syncs_.push_back(coll(CollectiveKind::ReduceScatter, kDp, p.dense * z_.Eg,
+                                 fmt::format("grad reduce-scatter {}", unit_name(unit)), kDpGrad, {done}));
+    if (p.expert > 0 && edp_group() > 1)
+      grad_syncs_.push_back(coll(CollectiveKind::ReduceScatter, kEdp, p.expert * z_.Eg,
+                                 fmt::format("expert grad reduce-scatter {}", unit_name(unit)), kDpGrad, {done}));
+  }
+  static std::string unit_name(int unit)
+  {
+    if (unit == -1) return "lm head";
+    if (unit == -2) return "embedding";
+    return fmt::format("L{}", unit);
+  }
+
+  // The next compute op also waits for everything pending (received activations, gathered parameters).
+  OpId compute_waiting(const std::string& name, double flops, double bytes)
+  {
+    OpId id = compute(name, flops, bytes);
+    for (OpId d : pending_)
+      b_.add_dep(id, d);
+    pending_.clear();
+    return id;
+  }
+
+  // ---- forward ----
+  void emit_layer_forward(int l, const std::string& pass)
+  {
+    const std::string P = fmt::format("L{} {} ", l, pass);
+    const double Ttp = z_.T / z_.tp;
+    compute_waiting(P + "ln1", 0, 2 * z_.Tsp * z_.h * z_.E);
+    if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, P + "tp all-gather");
+    compute(P + "qkv", 2 * z_.T * z_.h * (z_.h + 2 * z_.kvd) / z_.tp,
+            z_.E * (z_.T * z_.h + z_.h * (z_.h + 2 * z_.kvd) / z_.tp + z_.T * (z_.h + 2 * z_.kvd) / z_.tp));
+    emit_attention_core(P, true);
+    compute(P + "proj", 2 * z_.T * z_.h * z_.h / z_.tp, z_.E * (Ttp * z_.h + z_.h * z_.h / z_.tp + z_.T * z_.h));
+    tp_reduce(P, z_.T * z_.h * z_.E);
+    mem(P + "dropout-add", z_.Tsp * z_.h * (3 * z_.E + 1));
+    mem(P + "ln2", 2 * z_.Tsp * z_.h * z_.E);
+    if (z_.moe) {
+      const double tok = z_.Tsp * z_.k;
+      compute(P + "router", 2 * z_.Tsp * z_.h * z_.X, z_.E * (z_.Tsp * z_.h + z_.h * z_.X + z_.Tsp * z_.X));
+      if (has_ep()) coll(CollectiveKind::AllToAll, kEp, tok * z_.h * z_.E, P + "ep dispatch all-to-all");
+      compute(P + "expert fc1", 2 * tok * z_.h * z_.fe * z_.m1,
+              z_.E * (tok * z_.h + (z_.X / z_.ep) * z_.h * z_.fe * z_.m1 + tok * z_.fe * z_.m1));
+      mem(P + "expert act", tok * z_.fe * z_.E * (z_.m1 + 1));
+      compute(P + "expert fc2", 2 * tok * z_.fe * z_.h,
+              z_.E * (tok * z_.fe + (z_.X / z_.ep) * z_.fe * z_.h + tok * z_.h));
+      if (has_ep()) coll(CollectiveKind::AllToAll, kEp, tok * z_.h * z_.E, P + "ep combine all-to-all");
+    } else {
+      if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, P + "tp all-gather");
+      compute(P + "fc1", 2 * z_.T * z_.h * z_.f * z_.m1 / z_.tp,
+              z_.E * (z_.T * z_.h + z_.h * z_.f * z_.m1 / z_.tp + z_.T * z_.f * z_.m1 / z_.tp));
+      mem(P + "act", Ttp * z_.f * z_.E * (z_.m1 + 1));
+      compute(P + "fc2", 2 * z_.T * z_.f * z_.h / z_.tp, z_.E * (Ttp * z_.f + z_.f * z_.h / z_.tp + z_.T * z_.h));
+      tp_reduce(P, z_.T * z_.h * z_.E);
+    }
+    mem(P + "dropout-add", z_.Tsp * z_.h * (3 * z_.E + 1));
+  }
+
+  // Output of a row-parallel block: reduce-scatter under sequence parallelism, else all-reduce.
+  void tp_reduce(const std::string& P, double bytes)
+  {
+    if (!has_tp()) return;
+    if (z_.sp)
+      coll(CollectiveKind::ReduceScatter, kTp, bytes, P + "tp reduce-scatter");
+    else
+      coll(CollectiveKind::AllReduce, kTp, bytes, P + "tp all-reduce");
+  }
+
+  // QK^T, softmax, dropout, attention over V: the part selective recomputation re-runs. The local queries (s/cp)
+  // attend to the keys of the whole sequence, all-gathered across CP first.
+  void emit_attention_core(const std::string& P, bool gather_kv)
+  {
+    const double heads_tp = z_.a / z_.tp;
+    const double kv_bytes = z_.b * z_.s * z_.kvd / z_.tp * z_.E; // one of K, V for the whole sequence
+    if (gather_kv && has_cp()) coll(CollectiveKind::AllGather, kCp, 2 * kv_bytes, P + "cp kv all-gather");
+    const double core = 2 * z_.b * z_.S * z_.s * z_.h / z_.tp; // one of QK^T, attention over V
+    const double q_bytes = z_.T * z_.h / z_.tp * z_.E;
+    if (z_.flash) {
+      compute(P + "attention", 2 * core, 2 * q_bytes + 2 * kv_bytes);
+      return;
+    }
+    const double scores = z_.b * heads_tp * z_.S * z_.s; // elements of the score matrix
+    compute(P + "attention scores", core, q_bytes + kv_bytes + scores * z_.E);
+    mem(P + "softmax", 2 * scores * z_.E);
+    mem(P + "attention dropout", scores * (2 * z_.E + 1));
+    compute(P + "attention over values", core, scores * z_.E + kv_bytes + q_bytes);
+  }
+
+  void emit_forward(int mb, int chunk)
+  {
+    if (!(stage_ == 0 && chunk == 0)) {
+      const int prev = stage_ > 0 ? stage_ - 1 : L_.pp - 1;
+      // Posted when the compute stream gets here (Megatron's p2p calls are synchronous with the schedule).
+      pending_.push_back(
+          add(Op::make_recv(kPp, prev, Bytes(activation_bytes()), tag(true, chunk - (stage_ == 0)), kPpRecv),
+              fmt::format("recv activations chunk {}", chunk), {last_compute_}));
+    }
+    if (has_embedding(chunk)) {
+      wait_params(chunk, -2);
+      fsdp_gather(-2, embedding_params(), "fwd");
+      compute_waiting("embedding", 0, z_.T * z_.h * z_.E * 2);
+      tp_reduce("embedding ", z_.T * z_.h * z_.E);
+    }
+    for (int l = first_layer(chunk); l < first_layer(chunk) + L_.layers_per_chunk; ++l) {
+      wait_params(chunk, l);
+      fsdp_gather(l, layer_params(), "fwd");
+      emit_layer_forward(l, "fwd");
+    }
+    if (has_head(chunk)) {
+      wait_params(chunk, -1);
+      fsdp_gather(-1, head_params(), "fwd");
+      emit_head_forward();
+    }
+    first_forward_done_[chunk] = true;
+    if (!has_head(chunk)) {
+      const int next = stage_ < L_.pp - 1 ? stage_ + 1 : 0;
+      add(Op::make_send(kPp, next, Bytes(activation_bytes()), tag(true, chunk), kPpSend),
+          fmt::format("send activations chunk {}", chunk), {last_compute_});
+    }
+    (void)mb;
+  }
+
+  void emit_head_forward()
+  {
+    const double Vtp = z_.V / z_.tp;
+    compute_waiting("final ln", 0, 2 * z_.Tsp * z_.h * z_.E);
+    if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, "lm head tp all-gather");
+    compute("logits", 2 * z_.T * z_.h * Vtp, z_.E * (z_.T * z_.h + z_.h * Vtp + z_.T * Vtp));
+    mem("cross entropy", z_.T * Vtp * 4 * 3);
+    // Vocab-parallel cross entropy: all-reduces of the max logit, the target logit and the sum of exponentials.
+    if (has_tp())
+      for (const char* what : {"max", "target", "sum"})
+        coll(CollectiveKind::AllReduce, kTp, z_.T * 4, fmt::format("cross entropy tp all-reduce ({})", what));
+  }
+
+  // ---- backward ----
+  // Backward of a column-parallel linear (qkv, fc1): under sequence parallelism the input is all-gathered again for
+  // the weight gradient while the data gradient runs, and the data gradient is reduce-scattered while the weight
+  // gradient runs (Megatron's LinearWithGradAccumulationAndAsyncCommunication); without it, the data gradient is
+  // all-reduced asynchronously. Returns the wgrad op.
+  OpId column_backward(const std::string& P, const std::string& name, double flops, double bytes)
+  {
+    OpId gather = kNone;
+    if (z_.sp)
+      gather = coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, P + name + " input tp all-gather", kTpAsync,
+                    {last_compute_});
+    OpId dgrad = compute(P + name + " dgrad", flops, bytes);
+    OpId reduce = kNone;
+    if (has_tp())
+      reduce = coll(z_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, kTp, z_.T * z_.h * z_.E,
+                    P + name + (z_.sp ? " dgrad tp reduce-scatter" : " dgrad tp all-reduce"), kTpAsync, {dgrad});
+    OpId wgrad = compute(P + name + " wgrad", flops, bytes, {gather});
+    if (reduce != kNone) pending_.push_back(reduce);
+    return wgrad;
+  }
+
+  // Backward of a row-parallel linear (proj, fc2): the output gradient is all-gathered under sequence parallelism.
+  OpId row_backward(const std::string& P, const std::string& name, double flops, double bytes)
+  {
+    if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, P + name + " grad tp all-gather");
+    compute_waiting(P + name + " dgrad", flops, bytes);
+    return compute(P + name + " wgrad", flops, bytes);
+  }
+
+  void emit_layer_backward(int chunk, int l, bool reduce_grads)
+  {
+    if (cfg_.training.recompute == Recompute::Full) emit_layer_forward(l, "recompute");
+    const std::string P = fmt::format("L{} bwd ", l);
+    const double Ttp = z_.T / z_.tp;
+    compute_waiting(P + "dropout-add", 0, z_.Tsp * z_.h * (2 * z_.E + 1));
+    if (z_.moe) {
+      const double tok = z_.Tsp * z_.k;
+      if (has_ep()) coll(CollectiveKind::AllToAll, kEp, tok * z_.h * z_.E, P + "ep combine all-to-all");
+      const double fc2_bytes = z_.E * (tok * z_.fe + (z_.X / z_.ep) * z_.fe * z_.h + tok * z_.h);
+      compute(P + "expert fc2 dgrad", 2 * tok * z_.fe * z_.h, fc2_bytes);
+      compute(P + "expert fc2 wgrad", 2 * tok * z_.fe * z_.h, fc2_bytes);
+      mem(P + "expert act", tok * z_.fe * z_.E * (z_.m1 + 2));
+      const double fc1_bytes = z_.E * (tok * z_.h + (z_.X / z_.ep) * z_.h * z_.fe * z_.m1 + tok * z_.fe * z_.m1);
+      compute(P + "expert fc1 dgrad", 2 * tok * z_.h * z_.fe * z_.m1, fc1_bytes);
+      compute(P + "expert fc1 wgrad", 2 * tok * z_.h * z_.fe * z_.m1, fc1_bytes);
+      if (has_ep()) coll(CollectiveKind::AllToAll, kEp, tok * z_.h * z_.E, P + "ep dispatch all-to-all");
+      const double router_bytes = z_.E * (z_.Tsp * z_.h + z_.h * z_.X + z_.Tsp * z_.X);
+      compute(P + "router dgrad", 2 * z_.Tsp * z_.h * z_.X, router_bytes);
+      compute(P + "router wgrad", 2 * z_.Tsp * z_.h * z_.X, router_bytes);
+    } else {
+      row_backward(P, "fc2", 2 * z_.T * z_.f * z_.h / z_.tp, z_.E * (Ttp * z_.f + z_.f * z_.h / z_.tp + z_.T * z_.h));
+      mem(P + "act", Ttp * z_.f * z_.E * (z_.m1 + 2));
+      column_backward(P, "fc1", 2 * z_.T * z_.h * z_.f * z_.m1 / z_.tp,
+                      z_.E * (z_.T * z_.h + z_.h * z_.f * z_.m1 / z_.tp + z_.T * z_.f * z_.m1 / z_.tp));
+    }
+    compute_waiting(P + "ln2", 0, 3 * z_.Tsp * z_.h * z_.E);
+    mem(P + "dropout-add", z_.Tsp * z_.h * (2 * z_.E + 1));
+    row_backward(P, "proj", 2 * z_.T * z_.h * z_.h / z_.tp, z_.E * (Ttp * z_.h + z_.h * z_.h / z_.tp + z_.T * z_.h));
+    if (cfg_.training.recompute == Recompute::Selective) emit_attention_core(fmt::format("L{} recompute ", l), false);
+    emit_attention_core_backward(P);
+    column_backward(P, "qkv", 2 * z_.T * z_.h * (z_.h + 2 * z_.kvd) / z_.tp,
+                    z_.E * (z_.T * z_.h + z_.h * (z_.h + 2 * z_.kvd) / z_.tp + z_.T * (z_.h + 2 * z_.kvd) / z_.tp));
+    const OpId ln = compute_waiting(P + "ln1", 0, 3 * z_.Tsp * z_.h * z_.E);
+    fsdp_reduce(l, layer_params(), ln);
+    if (reduce_grads) unit_gradients_ready(chunk, l, ln);
+  }
+
+  void emit_attention_core_backward(const std::string& P)
+  {
+    const double heads_tp = z_.a / z_.tp;
+    const double kv_bytes = z_.b * z_.s * z_.kvd / z_.tp * z_.E;
+    const double core = 2 * z_.b * z_.S * z_.s * z_.h / z_.tp;
+    const double q_bytes = z_.T * z_.h / z_.tp * z_.E;
+    if (z_.flash) {
+      compute(P + "attention", 4 * core, 2 * (2 * q_bytes + 2 * kv_bytes));
+    } else {
+      const double scores = z_.b * heads_tp * z_.S * z_.s;
+      compute(P + "attention over values", 2 * core, 2 * (scores * z_.E + kv_bytes + q_bytes));
+      mem(P + "attention dropout", scores * (2 * z_.E + 1));
+      mem(P + "softmax", 3 * scores * z_.E);
+      compute(P + "attention scores", 2 * core, 2 * (q_bytes + kv_bytes + scores * z_.E));
+    }
+    if (has_cp()) coll(CollectiveKind::ReduceScatter, kCp, 2 * kv_bytes, P + "cp dkv reduce-scatter");
+  }
+
+  void emit_head_backward(bool reduce_grads)
+  {
+    const double Vtp = z_.V / z_.tp;
+    compute_waiting("cross entropy bwd", 0, z_.T * Vtp * 4 * 2);
+    const double bytes = z_.E * (z_.T * z_.h + z_.h * Vtp + z_.T * Vtp);
+    compute("logits dgrad", 2 * z_.T * z_.h * Vtp, bytes);
+    compute("logits wgrad", 2 * z_.T * z_.h * Vtp, bytes);
+    if (has_tp())
+      coll(z_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, kTp, z_.T * z_.h * z_.E,
+           z_.sp ? "lm head tp reduce-scatter" : "lm head tp all-reduce");
+    const OpId ln = mem("final ln bwd", 3 * z_.Tsp * z_.h * z_.E);
+    fsdp_reduce(-1, head_params(), ln);
+    if (reduce_grads) unit_gradients_ready(L_.vpp - 1, -1, ln);
+  }
+
+  void emit_backward(int mb, int chunk, bool last_microbatch)
+  {
+    // ZeRO-0/1 reduce gradients once, in the last micro-batch; ZeRO-2 in every micro-batch.
+    const bool reduce = zero_ == 2 || (zero_ <= 1 && last_microbatch);
+    if (!has_head(chunk)) {
+      const int next = stage_ < L_.pp - 1 ? stage_ + 1 : 0;
+      pending_.push_back(
+          add(Op::make_recv(kPp, next, Bytes(activation_bytes()), tag(false, chunk + (next == 0)), kPpRecv),
+              fmt::format("recv gradients chunk {}", chunk), {last_compute_}));
+    }
+    if (has_head(chunk)) {
+      fsdp_gather(-1, head_params(), "bwd");
+      emit_head_backward(reduce);
+    }
+    for (int l = first_layer(chunk) + L_.layers_per_chunk - 1; l >= first_layer(chunk); --l) {
+      fsdp_gather(l, layer_params(), "bwd");
+      emit_layer_backward(chunk, l, reduce);
+    }
+    if (has_embedding(chunk)) {
+      fsdp_gather(-2, embedding_params(), "bwd");
+      if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, "embedding grad tp all-gather");
+      const OpId w = compute_waiting("embedding wgrad", 0, z_.T * z_.h * z_.E * 2 + z_.T * z_.h * z_.E);
+      fsdp_reduce(-2, embedding_params(), w);
+      if (reduce) unit_gradients_ready(0, -2, w);
+    } else {
+      const int prev = stage_ > 0 ? stage_ - 1 : L_.pp - 1;
+      add(Op::make_send(kPp, prev, Bytes(activation_bytes()), tag(false, chunk), kPpSend),
+          fmt::format("send gradients chunk {}", chunk), {last_compute_});
+    }
+    (void)mb;
+  }
+
+  // The optimizer updates this rank's shard once every gradient is reduced; ZeRO-1/2 then gather the parameters.
+  void emit_step_end()
+  {
+    const double dense_shard = zero_ >= 1 ? dp_group() : 1;
+    const double expert_shard = zero_ >= 1 ? edp_group() : 1;
+    // Adam with fp32 master weights: read parameter, gradient, two moments (16 B), write them back (12 B) and the
+    // bf16 copy (2 B).
+    const double bytes = 30 * (stage_params_dense_ / dense_shard + stage_params_expert_ / expert_shard);
+    const OpId opt = mem("optimizer step", bytes);
+    for (OpId g : grad_syncs_)
+      b_.add_dep(opt, g);
+    for (OpId g : pending_)
+      b_.add_dep(opt, g);
+    pending_.clear();
+    if ((zero_ == 1 || zero_ == 2) && !cfg_.parallel.overlap_param_gather) emit_param_gathers(opt);
+  }
+
+  double activation_bytes() const { return z_.Tsp * z_.h * z_.E; }
+  // Tags keep each (direction, model chunk) stream of p2p messages in order: FIFO matching per (src, dst, tag).
+  int tag(bool forward, int sender_chunk) const { return (forward ? 0 : 1) + 2 * sender_chunk; }
+
+  const MegatronConfig& cfg_;
+  const MegatronLayout& L_;
+  const Sizes& z_;
+  const int stage_;
+  const int zero_;
+  RankGraphBuilder b_;
+  OpId last_compute_ = kNone;
+  std::vector<OpId> pending_;
+  std::vector<OpId> grad_syncs_;
+  std::vector<ChunkBuckets> buckets_;
+  struct Gathers {
+    std::vector<OpId> dense, expert;
+  };
+  std::vector<Gathers> cb_gather_;
+  std::map<int, bool> first_forward_done_;
+  OpId fsdp_window_[2] = {kNone, kNone};
+  double stage_params_dense_ = 0, stage_params_expert_ = 0;
+};
+
+} // namespace
+
+Workload generate_megatron(const MegatronConfig& cfg, int world)
+{
+  const MegatronLayout L = resolve_layout(cfg, world);
+  Sizes z;
+  z.E = cfg.training.bytes_per_element;
+  z.Eg = cfg.training.grad_bytes_per_element;
+  z.b = cfg.training.micro_batch;
+  z.s = cfg.model.seq_length;
+  z.S = z.s / L.cp;
+  z.T = z.b * z.S;
+  z.sp = L.sequence_parallel;
+  z.tp = L.tp;
+  z.cp = L.cp;
+  z.ep = L.ep;
+  z.Tsp = z.sp ? z.T / L.tp : z.T;
+  z.h = cfg.model.hidden;
+  z.a = cfg.model.heads;
+  z.kvd = 1.0 * L.kv_heads * (z.h / z.a);
+  z.f = L.ffn_hidden;
+  z.fe = L.moe_ffn_hidden;
+  z.moe = cfg.model.experts > 1;
+  z.X = z.moe ? cfg.model.experts : 0;
+  z.k = z.moe ? cfg.model.top_k : 0;
+  z.V = L.padded_vocab;
+  z.m1 = cfg.model.gated_mlp ? 2 : 1;
+  z.flash = cfg.model.flash_attention;
+
+  Workload w;
+  w.source = fmt::format("megatron generator: {} layers, hidden {}, {} heads ({} kv), seq {}, tp {} pp {} dp {} cp {} "
+                         "ep {}{}, {} micro-batches of {}, recompute {}, ZeRO-{}",
+                         cfg.model.layers, cfg.model.hidden, cfg.model.heads, L.kv_heads, cfg.model.seq_length, L.tp,
+                         L.pp, L.dp, L.cp, L.ep, L.vpp > 1 ? fmt::format(" vpp {}", L.vpp) : "", L.microbatches,
+                         cfg.training.micro_batch, to_string(cfg.training.recompute), cfg.parallel.zero_stage);
+  if (L.padded_vocab != cfg.model.vocab)
+    w.notes.push_back(fmt::format("vocabulary padded from {} to {} (a multiple of 128 x tp, as Megatron)",
+                                  cfg.model.vocab, L.padded_vocab));
+
+  // Communicators, slot by slot, and each rank's map.
+  std::vector<std::vector<std::int32_t>> maps(world, std::vector<std::int32_t>(kSlots, -1));
+  auto group = [&](const std::string& name, GroupKind kind, int slot, const std::vector<int>& members) {
+    const int id = w.add_communicator(name, kind, members);
+    for (int r : members)
+      maps[r][slot] = id;
+  };
+  int n = 0;
+  if (L.tp > 1)
+    for (int pp = 0; pp < L.pp; ++pp)
+      for (int dp = 0; dp < L.dp; ++dp)
+        for (int cp = 0; cp < L.cp; ++cp) {
+          std::vector<int> m;
+          for (int t = 0; t < L.tp; ++t)
+            m.push_back(L.rank(t, cp, dp, pp));
+          group(fmt::format("tp{}", n++), GroupKind::TP, kTp, m);
+        }
+  n = 0;
+  if (L.cp > 1)
+    for (int pp = 0; pp < L.pp; ++pp)
+      for (int dp = 0; dp < L.dp; ++dp)
+        for (int t = 0; t < L.tp; ++t) {
+          std::vector<int> m;
+          for (int cp = 0; cp < L.cp; ++cp)
+            m.push_back(L.rank(t, cp, dp, pp));
+          group(fmt::format("cp{}", n++), GroupKind::CP, kCp, m);
+        }
+  n = 0;
+  if (L.dp * L.cp > 1)
+    for (int pp = 0; pp < L.pp; ++pp)
+      for (int t = 0; t < L.tp; ++t) {
+        std::vector<int> m;
+        for (int dp = 0; dp < L.dp; ++dp)
+          for (int cp = 0; cp < L.cp; ++cp)
+            m.push_back(L.rank(t, cp, dp, pp));
+        group(fmt::format("dp{}", n++), GroupKind::DP, kDp, m);
+      }
+  if (z.moe) {
+    n = 0;
+    if (L.ep > 1)
+      for (int pp = 0; pp < L.pp; ++pp)
+        for (int blk = 0; blk < L.dp / L.ep; ++blk)
+          for (int cp = 0; cp < L.cp; ++cp)
+            for (int t = 0; t < L.tp; ++t) {
+              std::vector<int> m;
+              for (int e = 0; e < L.ep; ++e)
+                m.push_back(L.rank(t, cp, blk * L.ep + e, pp));
+              group(fmt::format("ep{}", n++), GroupKind::EP, kEp, m);
+            }
+    n = 0;
+    if (L.tp * L.cp * L.dp / L.ep > 1)
+      for (int pp = 0; pp < L.pp; ++pp)
+        for (int e = 0; e < L.ep; ++e) {
+          std::vector<int> m;
+          for (int dp = e; dp < L.dp; dp += L.ep)
+            for (int cp = 0; cp < L.cp; ++cp)
+              for (int t = 0; t < L.tp; ++t)
+                m.push_back(L.rank(t, cp, dp, pp));
+          group(fmt::format("expert-dp{}", n++), GroupKind::DP, kEdp, m);
+        }
+  }
+  n = 0;
+  if (L.pp > 1)
+    for (int dp = 0; dp < L.dp; ++dp)
+      for (int cp = 0; cp < L.cp; ++cp)
+        for (int t = 0; t < L.tp; ++t) {
+          std::vector<int> m;
+          for (int pp = 0; pp < L.pp; ++pp)
+            m.push_back(L.rank(t, cp, dp, pp));
+          group(fmt::format("pp{}", n++), GroupKind::PP, kPp, m);
+        }
+
+  // One program per pipeline stage.
+  for (int s = 0; s < L.pp; ++s)
+    w.graphs.push_back(std::make_shared<const RankGraph>(StageEmitter(cfg, L, z, s).build()));
+  w.ranks.resize(world);
+  for (int pp = 0; pp < L.pp; ++pp)
+    for (int dp = 0; dp < L.dp; ++dp)
+      for (int cp = 0; cp < L.cp; ++cp)
+        for (int t = 0; t < L.tp; ++t) {
+          const int r = L.rank(t, cp, dp, pp);
+          w.ranks[r].graph = static_cast<std::uint32_t>(pp);
+          w.ranks[r].comm_map = std::move(maps[r]);
+        }
+  return w;
+}
+
+} // namespace railyard::workloads
