@@ -16,6 +16,7 @@ int main(int argc, char** argv)
   railyard::cli::add_run_command(app, &action);
   railyard::cli::add_topo_command(app, &action);
   railyard::cli::add_calibrate_command(app, &action);
+  railyard::cli::add_nccl_tests_command(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,10 +1,17 @@
+// Lowering core: patterns, schedules, NCCL's chunk sizes and fixed costs, the pipeline builder, and the dispatch to
+// the per-algorithm files (lowering_ring.cpp, lowering_tree.cpp, lowering_nvls.cpp, lowering_pat.cpp,
+// lowering_p2p.cpp).
 #include "railyard/models/lowering.hpp"
+
+#include "lowering_internal.hpp"
+#include "railyard/models/nccl_tuning.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace railyard::models {
@@ -23,6 +30,23 @@ Pattern::Pattern(std::string name, const std::vector<std::vector<int>>& send_to,
   }
 }
 
+Pattern::Pattern(std::string name, const std::vector<std::vector<int>>& send_to,
+                 const std::vector<std::vector<double>>& send_weights, const std::vector<std::vector<int>>& recv_from)
+    : Pattern(std::move(name), send_to, recv_from)
+{
+  if (send_weights.size() != send_to.size()) throw std::invalid_argument("Pattern: one weight list per rank is needed");
+  bool all_one = true;
+  for (std::size_t r = 0; r < send_to.size(); ++r) {
+    if (send_weights[r].size() != send_to[r].size())
+      throw std::invalid_argument("Pattern: one weight per send is needed");
+    for (double w : send_weights[r])
+      all_one = all_one && w == 1.0;
+  }
+  if (!all_one)
+    for (const auto& w : send_weights)
+      send_weights_.insert(send_weights_.end(), w.begin(), w.end());
+}
+
 Pattern Pattern::ring(std::string name, const std::vector<int>& order)
 {
   const int n = static_cast<int>(order.size());
@@ -33,6 +57,15 @@ Pattern Pattern::ring(std::string name, const std::vector<int>& order)
     recv_from[me] = {order[(i + n - 1) % n]};
   }
   return Pattern(std::move(name), send_to, recv_from);
+}
+
+void Pattern::mark_inter_node(const std::vector<int>& gpus, int gpus_per_node)
+{
+  const int n = nranks();
+  recv_inter_.assign(static_cast<std::size_t>(std::max(n, 0)), 0);
+  for (int r = 0; r < n; ++r)
+    for (int peer : recvs(r))
+      if (gpus[peer] / gpus_per_node != gpus[r] / gpus_per_node) recv_inter_[r] = 1;
 }
 
 std::size_t Schedule::num_steps() const
@@ -47,111 +80,420 @@ Bytes Schedule::bytes_sent_by(int rank) const
 {
   Bytes total{0};
   for (const auto& ch : channels)
-    for (const auto& s : ch)
-      total += s.bytes * static_cast<double>(patterns[s.pattern].sends(rank).size());
+    for (const auto& s : ch) {
+      const Pattern& p = patterns[s.pattern];
+      const auto n = p.sends(rank).size();
+      for (std::size_t i = 0; i < n; ++i)
+        total += s.bytes * p.send_weight(rank, i);
+    }
   return total;
 }
 
 const ProtocolSpec& protocol_spec(Protocol p)
 {
-  // Chunk sizes follow NCCL's defaults (src/include/collectives.h, src/enqueue.cc, NCCL 2.19-2.27): Simple has a
-  // 4 MiB buffer per connection cut into NCCL_STEPS = 8 steps of 512 KiB, and ring all-reduce moves
-  // ALLREDUCE_CHUNKSTEPS = 4 of them per chunk (2 MiB). LL sends 8-byte flags with every 8 data bytes: its 512 KiB
-  // buffer (NCCL_LL_LINES_PER_THREAD 8 x 512 threads x 8 steps x 16 B) holds 32 KiB of payload per step. LL128 packs
-  // 120 data bytes per 128-byte line: buffer 120 x 640 x 8 x 8 B = 4,915,200 B, 614,400 B per step, 576,000 payload.
+  // Buffer sizes are NCCL's defaults (src/init.cc, src/include/device.h, NCCL 2.19-2.27), cut into NCCL_STEPS = 8
+  // steps. Simple: 4 MiB, 512 KiB per step; ring all-reduce moves ALLREDUCE_CHUNKSTEPS = 4 of them per chunk
+  // (2 MiB). LL: NCCL_LL_LINES_PER_THREAD 8 x 512 threads x 8 steps x 16-byte lines = 512 KiB, 64 KiB per step
+  // of which half is data (8 data bytes and 8 flag bytes per line). LL128: NCCL_LL128_ELEMS_PER_THREAD 120 x 640
+  // threads x 8 steps x 8 B = 4,915,200 B, 614,400 B per step, of which 120 of every 128 bytes are data.
   static const ProtocolSpec kSpecs[] = {
-      {Protocol::LL, 2.0, Bytes(32.0 * 1024), "NCCL src/include/device.h: LL line = 8 B data + 8 B flags"},
-      {Protocol::LL128, 128.0 / 120.0, Bytes(576000), "NCCL src/include/device.h: NCCL_LL128_DATAELEMS 15 of 16"},
-      {Protocol::Simple, 1.0, Bytes(2.0 * 1024 * 1024), "NCCL src/include/collectives.h: ALLREDUCE_CHUNKSTEPS 4"},
+      {Protocol::LL, 2.0, Bytes(64.0 * 1024), Bytes(32.0 * 1024),
+       "NCCL src/include/device.h: an LL line is 8 data bytes and 8 flag bytes"},
+      {Protocol::LL128, 128.0 / 120.0, Bytes(614400), Bytes(576000),
+       "NCCL src/include/device.h: NCCL_LL128_DATAELEMS 15 of NCCL_LL128_LINEELEMS 16"},
+      {Protocol::Simple, 1.0, Bytes(512.0 * 1024), Bytes(2.0 * 1024 * 1024),
+       "NCCL src/include/collectives.h: ALLREDUCE_CHUNKSTEPS 4 of NCCL_STEPS 8 of a 4 MiB buffer"},
   };
   for (const auto& s : kSpecs)
-    if (s.protocol == p)
-      return s;
+    if (s.protocol == p) return s;
   throw std::invalid_argument("unknown protocol");
 }
 
+Protocol p2p_protocol(Bytes largest_transfer)
+{
+  // NCCL_P2P_LL_THRESHOLD (src/enqueue.cc, default 16384): p2p operations up to that size use LL.
+  return largest_transfer.value() <= 16384 ? Protocol::LL : Protocol::Simple;
+}
+
+namespace {
+
+int log2_floor(std::int64_t v)
+{
+  int r = -1;
+  while (v > 0) {
+    v >>= 1;
+    ++r;
+  }
+  return r;
+}
+
+bool ring_simple_multi_step(CollectiveKind k)
+{
+  return k == CollectiveKind::AllReduce || k == CollectiveKind::AllGather || k == CollectiveKind::ReduceScatter;
+}
+
+} // namespace
+
+Bytes nccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int channels, int nranks, int nnodes,
+                 int nheads)
+{
+  // calcCollChunking (src/enqueue.cc, NCCL 2.26.2). Values in bytes; `total` is NCCL's nBytes.
+  const double nbytes = total.value();
+  const double step = protocol_spec(p).step_wire.value();
+  const int chunk_steps = (p == Protocol::Simple && a == Algorithm::Ring && ring_simple_multi_step(kind)) ? 4 : 1;
+  double chunk = step * chunk_steps;
+  if (p == Protocol::LL) chunk /= 2;
+  if (p == Protocol::LL128) chunk = std::floor(chunk / 16) * 15;
+  const double ops = static_cast<double>(std::max(1, channels)) * std::max(1, nheads);
+  constexpr double kNvlsChunk = 128.0 * 1024; // NCCL_NVLS_CHUNKSIZE default (src/transport/nvls.cc)
+  if (a == Algorithm::Nvls) {
+    chunk = std::min(chunk, kNvlsChunk);
+    if (nbytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (nbytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+    if (nbytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+  } else if (a == Algorithm::NvlsTree) {
+    chunk = kNvlsChunk;
+    if (nnodes >= 4) // NCCL_NVLSTREE_MAX_CHUNKSIZE unset
+      chunk = std::min(chunk, 65536.0);
+    if (nbytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+    if (nbytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
+    if (nbytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (nbytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+  } else if (a == Algorithm::Tree && p == Protocol::LL128) {
+    const double ppn = static_cast<double>(nranks) / std::max(1, nnodes);
+    const double nsteps = 1 + log2_floor(nnodes) + 0.1 * ppn;
+    const double per = static_cast<double>(std::max(1, channels));
+    while (std::floor(nbytes / (per * chunk)) < nsteps * 64 / ppn && chunk > 131072)
+      chunk /= 2;
+    while (std::floor(nbytes / (per * chunk)) < nsteps * 16 / ppn && chunk > 32768)
+      chunk /= 2;
+  } else if (a == Algorithm::Pat && kind == CollectiveKind::AllGather) {
+    while (chunk * channels * 32 > nbytes && chunk > 65536)
+      chunk /= 2;
+  } else if (a == Algorithm::Pat && kind == CollectiveKind::ReduceScatter) {
+    while (chunk * channels * 16 > nbytes && chunk > 65536)
+      chunk /= 2;
+  }
+  return Bytes(chunk);
+}
+
+LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks, int nnodes)
+{
+  // NCCL 2.26.2 src/graph/tuning.cc: baseLat is paid once per call, hwLat per hop of the pipeline (NVLink inside a
+  // node, NET between nodes). NVLS's hwLat is NCCL's whole NVLS latency (it adds it once, not per step), so it is
+  // the launch cost here. PAT has its own formula there: 8 + log2(nNodes) * interLat / 3.5 + nRanks * 2.8 us, with
+  // interLat Tree's network latency; its fixed terms are the launch, interLat / 3.5 each of the log2 steps.
+  const auto& k = nccl_constants();
+  const auto ai = static_cast<int>(a);
+  const auto pi = static_cast<int>(p);
+  constexpr int kNvlink = 0, kNet = 2;
+  const double us = 1e-6;
+  LoweringCosts c;
+  switch (a) {
+  case Algorithm::Ring:
+  case Algorithm::Tree:
+    c.launch = Seconds(k.base_latency_us[ai][pi] * us);
+    c.intra_hop = Seconds(k.hw_latency_us[kNvlink][ai][pi] * us);
+    c.inter_hop = Seconds(k.hw_latency_us[kNet][ai][pi] * us);
+    break;
+  case Algorithm::Nvls:
+    c.launch = Seconds(k.hw_latency_us[kNvlink][ai][pi] * us);
+    break;
+  case Algorithm::NvlsTree:
+    c.launch = Seconds(k.hw_latency_us[kNvlink][ai][pi] * us);
+    c.inter_hop = Seconds(k.hw_latency_us[kNet][ai][pi] * us);
+    break;
+  case Algorithm::Pat: {
+    const double inter = k.hw_latency_us[kNet][static_cast<int>(Algorithm::Tree)][pi] / k.pat_inter_divisor;
+    c.launch = Seconds((k.pat_base_us + nranks * k.pat_per_rank_us) * us);
+    c.intra_hop = Seconds(inter * us);
+    c.inter_hop = Seconds(inter * us);
+    break;
+  }
+  case Algorithm::CollNetDirect:
+  case Algorithm::CollNetChain:
+    throw std::invalid_argument("CollNet is not modelled");
+  }
+  // nvlsEfficiency in NVIDIA/nccl src/graph/tuning.cc at commit 766bffee4ec494840e4f4fc6b07edfe2754e6a50 (NCCL 2.26.2
+  // has no such factor in its model, but the hardware is the same): multimem loads and stores reach 85% of NVLink
+  // bandwidth on Hopper, 74% on Blackwell.
+  c.nvls_efficiency = compute_capability >= 100 ? 0.74 : compute_capability >= 90 ? 0.85 : 1.0;
+  (void)nnodes;
+  return c;
+}
+
 std::vector<int> ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel)
+{
+  std::vector<int> order;
+  order.reserve(gpus.size());
+  for (const auto& node : detail::nodes_in_ring_order(gpus, gpus_per_node, channel))
+    order.insert(order.end(), node.begin(), node.end());
+  return order;
+}
+
+TreeLinks nccl_btree(int nranks, int rank)
+{
+  // ncclGetBtree, src/graph/trees.cc: rank 0 is the root with a single child; below it the tree alternates leaves
+  // and inner nodes by the lowest set bit.
+  TreeLinks t;
+  int bit = 1;
+  for (; bit < nranks; bit <<= 1)
+    if (bit & rank) break;
+  if (rank == 0) {
+    if (nranks > 1) t.children.push_back(bit >> 1);
+    return t;
+  }
+  int up = (rank ^ bit) | (bit << 1);
+  if (up >= nranks) up = rank ^ bit;
+  t.parent = up;
+  int lowbit = bit >> 1;
+  const int down0 = lowbit == 0 ? -1 : rank - lowbit;
+  int down1 = lowbit == 0 ? -1 : rank + lowbit;
+  while (down1 >= nranks) {
+    down1 = lowbit == 0 ? -1 : rank + lowbit;
+    lowbit >>= 1;
+  }
+  if (down0 >= 0) t.children.push_back(down0);
+  if (down1 >= 0) t.children.push_back(down1);
+  return t;
+}
+
+TreeLinks nccl_dtree(int nranks, int rank, int tree)
+{
+  if (tree == 0) return nccl_btree(nranks, rank);
+  // ncclGetDtree: shift by one for odd nranks, mirror for even.
+  TreeLinks t;
+  if (nranks % 2 == 1) {
+    const TreeLinks b = nccl_btree(nranks, (rank - 1 + nranks) % nranks);
+    t.parent = b.parent == -1 ? -1 : (b.parent + 1) % nranks;
+    for (int c : b.children)
+      t.children.push_back((c + 1) % nranks);
+  } else {
+    const TreeLinks b = nccl_btree(nranks, nranks - 1 - rank);
+    t.parent = b.parent == -1 ? -1 : nranks - 1 - b.parent;
+    for (int c : b.children)
+      t.children.push_back(nranks - 1 - c);
+  }
+  return t;
+}
+
+namespace detail {
+
+Schedule make_schedule(const LoweringInput& in, Algorithm a, int channels)
+{
+  Schedule s;
+  s.kind = in.call.kind;
+  s.algorithm = a;
+  s.protocol = in.call.protocol.value_or(Protocol::Simple);
+  s.bytes = in.call.bytes;
+  s.gpus = in.call.ranks;
+  s.channels.resize(static_cast<std::size_t>(std::max(1, channels)));
+  s.launch = in.costs.launch;
+  return s;
+}
+
+Step make_step(std::uint32_t pattern, Bytes bytes, double wire_per_payload, const LoweringInput& in)
+{
+  Step st;
+  st.pattern = pattern;
+  st.bytes = bytes;
+  st.wire_bytes = Bytes(std::ceil(bytes.value() * wire_per_payload));
+  st.overhead = in.costs.intra_hop + in.step_overhead;
+  st.overhead_inter = in.costs.inter_hop + in.step_overhead;
+  return st;
+}
+
+std::uint32_t add_pattern(Schedule& s, Pattern p, int gpus_per_node)
+{
+  p.mark_inter_node(s.gpus, gpus_per_node);
+  s.patterns.push_back(std::move(p));
+  return static_cast<std::uint32_t>(s.patterns.size() - 1);
+}
+
+std::int64_t chunks_for(double bytes, double chunk)
+{
+  if (bytes <= 0 || chunk <= 0) return 1;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(bytes / chunk - 1e-9)));
+}
+
+void append_pipeline(Schedule& s, int channel, const std::string& name, const std::vector<PipeEdge>& edges,
+                     std::int64_t chunks, Bytes chunk, double wire_per_payload, const LoweringInput& in)
+{
+  if (edges.empty() || chunks <= 0) return;
+  std::set<std::int64_t> cuts{0};
+  std::int64_t total = 0;
+  for (const auto& e : edges) {
+    if (e.recv_at < e.send_at) throw std::logic_error("append_pipeline: an edge is received before it is sent");
+    cuts.insert({e.send_at, e.send_at + chunks, e.recv_at, e.recv_at + chunks});
+    total = std::max(total, e.recv_at + chunks);
+  }
+  const int n = s.nranks();
+  auto& steps = s.channels[static_cast<std::size_t>(channel)];
+  std::vector<std::int64_t> points(cuts.begin(), cuts.end());
+  for (std::size_t i = 0; i + 1 < points.size() && points[i] < total; ++i) {
+    const std::int64_t t = points[i];
+    const std::int64_t len = std::min(points[i + 1], total) - t;
+    std::vector<std::vector<int>> send_to(n), recv_from(n);
+    std::vector<std::vector<double>> weights(n);
+    for (const auto& e : edges) {
+      if (e.send_at <= t && t < e.send_at + chunks) {
+        send_to[e.src].push_back(e.dst);
+        weights[e.src].push_back(e.weight);
+      }
+      if (e.recv_at <= t && t < e.recv_at + chunks) recv_from[e.dst].push_back(e.src);
+    }
+    const std::uint32_t idx = add_pattern(
+        s, Pattern(fmt::format("{}-ch{}-t{}", name, channel, t), send_to, weights, recv_from), in.gpus_per_node);
+    const Step st = make_step(idx, chunk, wire_per_payload, in);
+    for (std::int64_t k = 0; k < len; ++k)
+      steps.push_back(st);
+  }
+}
+
+std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel)
 {
   // Group communicator ranks by node, keeping node order and, inside a node, local GPU order.
   std::map<int, std::vector<std::pair<int, int>>> by_node; // node -> (local gpu, comm rank)
   for (int r = 0; r < static_cast<int>(gpus.size()); ++r)
     by_node[gpus[r] / gpus_per_node].emplace_back(gpus[r] % gpus_per_node, r);
-  std::vector<int> order;
-  order.reserve(gpus.size());
+  std::vector<std::vector<int>> out;
+  out.reserve(by_node.size());
   for (auto& [node, members] : by_node) {
     std::sort(members.begin(), members.end());
     const int k = static_cast<int>(members.size());
     const int entry = channel % k;
+    std::vector<int> order;
+    order.reserve(members.size());
     for (int i = 0; i < k; ++i)
       order.push_back(members[(entry + i) % k].second);
+    out.push_back(std::move(order));
   }
-  return order;
+  return out;
 }
 
-namespace {
-
-// Ring all-reduce, all-gather and reduce-scatter (NCCL src/device/all_reduce.h runRing and friends): the data is cut
-// into loops of channels x nranks x chunk; in each loop every channel moves one slice per step around its ring.
-// All-reduce takes 2(n-1) steps per loop (reduce-scatter then all-gather), the other two n-1.
-Schedule lower_ring(const LoweringInput& in)
-{
-  const auto& call = in.call;
-  const int n = static_cast<int>(call.ranks.size());
-  const int channels = call.channels.value_or(1);
-  const ProtocolSpec& proto = protocol_spec(*call.protocol);
-
-  Schedule s;
-  s.kind = call.kind;
-  s.algorithm = Algorithm::Ring;
-  s.protocol = *call.protocol;
-  s.bytes = call.bytes;
-  s.gpus = call.ranks;
-  s.channels.resize(channels);
-  if (n == 1)
-    return s;
-
-  int steps_per_loop = 0;
-  switch (call.kind) {
-  case CollectiveKind::AllReduce: steps_per_loop = 2 * (n - 1); break;
-  case CollectiveKind::AllGather:
-  case CollectiveKind::ReduceScatter: steps_per_loop = n - 1; break;
-  default: throw std::invalid_argument(fmt::format("ring lowering does not handle {}", to_string(call.kind)));
-  }
-
-  for (int c = 0; c < channels; ++c)
-    s.patterns.push_back(Pattern::ring(fmt::format("ring-ch{}", c), ring_order(call.ranks, in.gpus_per_node, c)));
-
-  const double total = call.bytes.value();
-  const double loop_size = static_cast<double>(channels) * n * proto.step_payload.value();
-  const auto loops = static_cast<std::int64_t>(std::ceil(total / loop_size));
-  for (std::int64_t l = 0; l < loops; ++l) {
-    const double loop_bytes = std::min(loop_size, total - static_cast<double>(l) * loop_size);
-    const Bytes slice(loop_bytes / (static_cast<double>(channels) * n));
-    const Bytes wire(std::ceil(slice.value() * proto.wire_per_payload));
-    for (int c = 0; c < channels; ++c)
-      for (int k = 0; k < steps_per_loop; ++k)
-        s.channels[c].push_back(Step{static_cast<std::uint32_t>(c), slice, wire, in.step_overhead});
-  }
-  return s;
-}
-
-} // namespace
+} // namespace detail
 
 Schedule lower(const LoweringInput& in)
 {
   const auto& call = in.call;
   if (!call.algorithm || !call.protocol)
     throw std::invalid_argument("lower(): algorithm and protocol must be chosen before lowering");
-  if (call.ranks.empty())
-    throw std::invalid_argument("lower(): a collective needs at least one rank");
-  if (call.bytes.value() < 0)
-    throw std::invalid_argument("lower(): negative size");
-  switch (*call.algorithm) {
-  case Algorithm::Ring: return lower_ring(in);
-  default:
-    throw std::invalid_argument(
-        fmt::format("{} with algorithm {} is not lowered yet", to_string(call.kind), to_string(*call.algorithm)));
+  if (call.ranks.empty()) throw std::invalid_argument("lower(): a collective needs at least one rank");
+  if (call.bytes.value() < 0) throw std::invalid_argument("lower(): negative size");
+  if (in.gpus_per_node < 1) throw std::invalid_argument("lower(): gpus_per_node must be positive");
+  const Algorithm a = *call.algorithm;
+  auto unsupported = [&] {
+    return std::invalid_argument(fmt::format("{} with algorithm {} is not lowered: NCCL does not implement it",
+                                             to_string(call.kind), to_string(a)));
+  };
+  if (a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain)
+    throw std::invalid_argument("CollNet is not modelled (it needs a CollNet/SHARP network plugin)");
+
+  switch (call.kind) {
+  case CollectiveKind::AllToAll:
+  case CollectiveKind::SendRecv: {
+    // NCCL runs both as grouped sends and receives (nccl-tests alltoall_perf, sendrecv_perf); the algorithm does
+    // not apply. Sizes follow nccl-tests: alltoall moves size / nranks to every rank (itself included, locally);
+    // sendrecv sends size to the next rank and receives from the previous one.
+    const int n = static_cast<int>(call.ranks.size());
+    std::vector<P2pTransfer> transfers;
+    if (call.kind == CollectiveKind::AllToAll) {
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j)
+          if (i != j) transfers.push_back({call.ranks[i], call.ranks[j], call.bytes / n});
+    } else if (n > 1) {
+      for (int i = 0; i < n; ++i)
+        transfers.push_back({call.ranks[i], call.ranks[(i + 1) % n], call.bytes});
+    }
+    Schedule s = lower_p2p(transfers, call.channels.value_or(1), in.gpus_per_node, in.costs, in.step_overhead);
+    // Keep the communicator's rank order (and its single ranks, which a p2p group without transfers omits).
+    if (s.gpus != call.ranks) {
+      Schedule shell = detail::make_schedule(in, a, 1);
+      shell.channels.clear();
+      shell.bytes = Bytes(0);
+      const Protocol proto = s.protocol;
+      s = merge_group({shell, s}, in.gpus_per_node);
+      s.protocol = proto;
+    }
+    s.kind = call.kind;
+    s.bytes = call.bytes;
+    return s;
   }
+  case CollectiveKind::AllReduce:
+    switch (a) {
+    case Algorithm::Ring:
+      return detail::lower_ring(in);
+    case Algorithm::Tree:
+      return detail::lower_tree(in);
+    case Algorithm::Nvls:
+      return detail::lower_nvls(in);
+    case Algorithm::NvlsTree:
+      return detail::lower_nvls_tree(in);
+    default:
+      throw unsupported();
+    }
+  case CollectiveKind::AllGather:
+  case CollectiveKind::ReduceScatter:
+    switch (a) {
+    case Algorithm::Ring:
+      return detail::lower_ring(in);
+    case Algorithm::Nvls:
+      return detail::lower_nvls(in);
+    case Algorithm::Pat:
+      return detail::lower_pat(in);
+    default:
+      throw unsupported();
+    }
+  case CollectiveKind::Broadcast:
+  case CollectiveKind::Reduce:
+    if (a != Algorithm::Ring) throw unsupported();
+    return detail::lower_ring_chain(in);
+  }
+  throw unsupported();
+}
+
+Schedule merge_group(const std::vector<Schedule>& members, int gpus_per_node)
+{
+  if (members.empty()) throw std::invalid_argument("merge_group: an empty group");
+  Schedule out;
+  out.kind = members.front().kind;
+  out.algorithm = members.front().algorithm;
+  out.protocol = members.front().protocol;
+  std::map<int, int> index; // gpu -> rank in the merged communicator
+  for (const auto& m : members)
+    for (int g : m.gpus)
+      if (index.emplace(g, static_cast<int>(out.gpus.size())).second) out.gpus.push_back(g);
+  const int n = static_cast<int>(out.gpus.size());
+  for (const auto& m : members) {
+    out.bytes += m.bytes;
+    out.launch = std::max(out.launch, m.launch);
+    const auto base = static_cast<std::uint32_t>(out.patterns.size());
+    for (const auto& p : m.patterns) {
+      std::vector<std::vector<int>> send_to(n), recv_from(n);
+      std::vector<std::vector<double>> weights(n);
+      for (int r = 0; r < m.nranks(); ++r) {
+        const int mr = index.at(m.gpus[r]);
+        const auto sends = p.sends(r);
+        for (std::size_t i = 0; i < sends.size(); ++i) {
+          send_to[mr].push_back(index.at(m.gpus[sends[i]]));
+          weights[mr].push_back(p.send_weight(r, i));
+        }
+        for (int peer : p.recvs(r))
+          recv_from[mr].push_back(index.at(m.gpus[peer]));
+      }
+      Pattern q(p.name(), send_to, weights, recv_from);
+      q.mark_inter_node(out.gpus, gpus_per_node);
+      out.patterns.push_back(std::move(q));
+    }
+    for (const auto& ch : m.channels) {
+      std::vector<Step> steps = ch;
+      for (auto& st : steps)
+        st.pattern += base;
+      out.channels.push_back(std::move(steps));
+    }
+  }
+  if (out.channels.empty()) out.channels.emplace_back();
+  return out;
 }
 
 } // namespace railyard::models

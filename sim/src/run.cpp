@@ -1,6 +1,7 @@
 #include "railyard/sim/run.hpp"
 
 #include "railyard/sim/collective_runner.hpp"
+#include "railyard/sim/nccl_resolve.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -23,22 +24,7 @@ BytesPerSec CollectiveResult::busbw() const
 models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
                                     const InputLocation& where)
 {
-  models::CollectiveCall out = call;
-  if (!out.algorithm)
-    out.algorithm = models::Algorithm::Ring;
-  if (!out.protocol)
-    out.protocol = models::Protocol::Simple;
-  if (!out.channels)
-    out.channels = topology.gpus_per_node();
-  const bool ring_kind = out.kind == models::CollectiveKind::AllReduce || out.kind == models::CollectiveKind::AllGather ||
-                         out.kind == models::CollectiveKind::ReduceScatter;
-  if (*out.algorithm != models::Algorithm::Ring || !ring_kind)
-    throw InputError(where,
-                     fmt::format("{} with algorithm {} cannot be simulated yet: this version lowers ring all_reduce, "
-                                 "all_gather and reduce_scatter",
-                                 models::to_string(out.kind), models::to_string(*out.algorithm)),
-                     "use op all_reduce, all_gather or reduce_scatter with algorithm ring");
-  return out;
+  return resolve_call(call, topology, NcclSettings{}, where);
 }
 
 RunResult run_scenario(const Scenario& scenario)
@@ -50,13 +36,11 @@ RunResult run_scenario(const Scenario& scenario)
 
   std::vector<models::Schedule> schedules;
   for (const auto& spec : scenario.collectives) {
-    const models::CollectiveCall call = resolve_call(spec.call, topology, spec.where);
-    const models::Schedule schedule =
-        models::lower({call, topology.gpus_per_node(), scenario.step_overhead});
+    const LoweredSpec lowered = lower_spec(spec, topology, scenario);
     for (int it = 0; it < spec.repeat; ++it) {
-      schedules.push_back(schedule);
+      schedules.push_back(lowered.schedule);
       CollectiveResult r;
-      r.call = call;
+      r.call = lowered.call;
       r.iteration = it;
       result.collectives.push_back(r);
     }

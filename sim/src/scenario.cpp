@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 #include <set>
 
@@ -20,14 +21,13 @@ std::string known_list(std::initializer_list<const char*> names)
 
 models::CollectiveCall parse_call(const YamlNode& n, int gpus)
 {
-  n.expect_keys({"op", "size", "ranks", "algorithm", "protocol", "channels", "root", "repeat", "label"});
   models::CollectiveCall call;
   const YamlNode op = n.at("op");
   const auto kind = models::collective_from_string(op.as_string());
   if (!kind)
     op.fail(fmt::format("unknown collective '{}'", op.as_string()),
             "use one of: " + known_list({"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-                                         "alltoall", "sendrecv"}));
+                                         "alltoall", "sendrecv", "send (with from and to)"}));
   call.kind = *kind;
   const YamlNode size = n.at("size");
   call.bytes = size.as_bytes();
@@ -67,6 +67,107 @@ models::CollectiveCall parse_call(const YamlNode& n, int gpus)
   }
   call.label = n.string_or("label", "");
   return call;
+}
+
+std::string normalized_op(const YamlNode& n)
+{
+  std::string out;
+  for (char c : n.at("op").as_string())
+    if (c != '_' && c != '-' && c != ' ')
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+// `op: send` with `from` and `to` (GPU ids): one transfer of `size` bytes.
+models::P2pTransfer parse_send(const YamlNode& n, int gpus, bool in_group)
+{
+  if (in_group)
+    n.expect_keys({"op", "size", "from", "to", "label"});
+  else
+    n.expect_keys({"op", "size", "from", "to", "repeat", "label"});
+  models::P2pTransfer t;
+  auto gpu = [&](const char* key) {
+    const YamlNode v = n.at(key);
+    const auto g = v.as_int();
+    if (g < 0 || g >= gpus)
+      v.fail(fmt::format("GPU {} does not exist: the cluster has GPUs 0..{}", g, gpus - 1),
+             "use a GPU id inside the cluster");
+    return static_cast<int>(g);
+  };
+  t.src = gpu("from");
+  t.dst = gpu("to");
+  if (t.src == t.dst)
+    n.at("to").fail(fmt::format("a send from GPU {} to itself never touches the network", t.src),
+                    "give two different GPUs");
+  const YamlNode size = n.at("size");
+  t.bytes = size.as_bytes();
+  if (t.bytes.value() < 0)
+    size.fail(fmt::format("size {} is negative", size.as_string()), "give a size of 0 bytes or more, e.g. '1 MiB'");
+  return t;
+}
+
+// One group member or plain entry: a send, or a collective call.
+void parse_member(const YamlNode& n, int gpus, CollectiveSpec& spec, bool in_group)
+{
+  const std::string op = normalized_op(n);
+  if (op == "send" || op == "recv") {
+    if (op == "recv" || !n.has("from") || !n.has("to"))
+      n.at("op").fail("a one-way transfer is written as its send, with the GPUs at both ends",
+                      "write '{op: send, size: 1 MiB, from: 0, to: 9}' (or op: sendrecv for nccl-tests' ring of "
+                      "sends)");
+    spec.sends.push_back(parse_send(n, gpus, in_group));
+    return;
+  }
+  if (in_group)
+    n.expect_keys({"op", "size", "ranks", "algorithm", "protocol", "channels", "root", "label"});
+  else
+    n.expect_keys({"op", "size", "ranks", "algorithm", "protocol", "channels", "root", "repeat", "label"});
+  spec.group.push_back(parse_call(n, gpus));
+  spec.group_where.push_back(n.where());
+}
+
+// A collectives entry: a call, a send, or `group:` with several of them issued together.
+CollectiveSpec parse_entry(const YamlNode& item, int gpus)
+{
+  CollectiveSpec spec;
+  spec.where = item.where();
+  if (!item.is_map())
+    item.fail("a collectives entry is a map", "write an entry such as '- {op: all_reduce, size: 1 GiB}'");
+  if (item.has("group")) {
+    item.expect_keys({"group", "repeat", "label"});
+    const YamlNode list = item.at("group");
+    const auto members = list.items();
+    if (members.empty())
+      list.fail("the group is empty", "list the calls issued together, e.g. '[{op: send, size: 1 MiB, from: 0, to: 8}]'");
+    for (const auto& m : members) {
+      if (m.has("repeat"))
+        m.at("repeat").fail("a group member cannot repeat on its own", "put repeat on the group entry");
+      parse_member(m, gpus, spec, true);
+    }
+  } else {
+    parse_member(item, gpus, spec, false);
+  }
+  if (spec.sends.empty() && spec.group.size() == 1) {
+    spec.call = spec.group.front();
+    spec.group.clear();
+    spec.group_where.clear();
+  } else {
+    // The summary a group reports under: the first member's op, every byte moved, every GPU involved.
+    std::set<int> gpu_set;
+    spec.call.kind = spec.group.empty() ? models::CollectiveKind::SendRecv : spec.group.front().kind;
+    for (const auto& c : spec.group) {
+      spec.call.bytes += c.bytes;
+      gpu_set.insert(c.ranks.begin(), c.ranks.end());
+    }
+    for (const auto& t : spec.sends) {
+      spec.call.bytes += t.bytes;
+      gpu_set.insert(t.src);
+      gpu_set.insert(t.dst);
+    }
+    spec.call.ranks.assign(gpu_set.begin(), gpu_set.end());
+  }
+  spec.call.label = item.string_or("label", spec.call.label);
+  return spec;
 }
 
 } // namespace
@@ -115,7 +216,7 @@ std::vector<int> parse_ranks(const YamlNode& node, int gpus)
   return out;
 }
 
-Scenario parse_scenario(const YamlNode& root)
+Scenario parse_scenario(const YamlNode& root, bool collectives_required)
 {
   root.expect_keys({"name", "seed", "cluster", "network", "nccl", "collectives", "description"});
   Scenario sc;
@@ -147,21 +248,42 @@ Scenario parse_scenario(const YamlNode& root)
     }
   }
   if (auto nc = root.get("nccl")) {
-    nc->expect_keys({"step_overhead"});
+    nc->expect_keys({"step_overhead", "system", "algo", "proto", "latencies"});
+    sc.nccl.where = nc->where();
     if (auto o = nc->get("step_overhead")) {
       sc.step_overhead = o->as_seconds();
       if (sc.step_overhead.value() < 0)
         o->fail("step_overhead is negative", "give a time of 0 or more, e.g. '0.5 us'");
     }
+    if (auto sys = nc->get("system")) {
+      static const std::vector<std::string> kSystems{"dgx_a100", "dgx_h100", "hgx_h200", "hgx_b200"};
+      sc.nccl.system = sys->as_string();
+      if (std::find(kSystems.begin(), kSystems.end(), sc.nccl.system) == kSystems.end())
+        sys->fail(fmt::format("unknown system '{}' for NCCL's cost model", sc.nccl.system),
+                  "use one of: dgx_a100, dgx_h100, hgx_h200, hgx_b200 (the node layout NCCL's topology search sees)");
+    }
+    std::optional<YamlNode> algo = nc->get("algo"), proto = nc->get("proto");
+    if (algo)
+      sc.nccl.algo = algo->as_string();
+    if (proto)
+      sc.nccl.proto = proto->as_string();
+    // NCCL_ALGO and NCCL_PROTO in NCCL's own syntax; a bad list names the line of the key it came from.
+    if (algo)
+      sc.nccl.overrides = models::NcclOverrides::parse(sc.nccl.algo, std::nullopt, algo->where());
+    if (proto) {
+      const auto p = models::NcclOverrides::parse(std::nullopt, sc.nccl.proto, proto->where());
+      sc.nccl.overrides.protocols = p.protocols;
+    }
+    sc.nccl.latencies = nc->bool_or("latencies", true);
   }
+  if (!collectives_required && !root.has("collectives"))
+    return sc;
   const YamlNode list = root.at("collectives");
   const auto items = list.items();
   if (items.empty())
     list.fail("no collectives to run", "add at least one entry such as '- {op: all_reduce, size: 1 GiB}'");
   for (const auto& item : items) {
-    CollectiveSpec spec;
-    spec.call = parse_call(item, sc.cluster.gpus());
-    spec.where = item.where();
+    CollectiveSpec spec = parse_entry(item, sc.cluster.gpus());
     if (auto r = item.get("repeat")) {
       const auto v = r->as_int();
       if (v < 1 || v > 1000000)
@@ -173,6 +295,10 @@ Scenario parse_scenario(const YamlNode& root)
   return sc;
 }
 
+Scenario parse_scenario(const YamlNode& root) { return parse_scenario(root, true); }
+
 Scenario load_scenario(const std::string& path) { return parse_scenario(YamlNode::load_file(path)); }
+
+Scenario load_scenario_cluster(const std::string& path) { return parse_scenario(YamlNode::load_file(path), false); }
 
 } // namespace railyard::sim

@@ -1,24 +1,30 @@
 // Collective lowering: a pure function from (collective, bytes, communicator, node layout, algorithm, protocol,
 // channels) to an explicit schedule of steps of point-to-point transfers. The simulator executes schedules; it never
-// decides what a collective does.
+// decides what a collective does. See models/README.md, "Collective lowering", for each algorithm's step structure.
 #pragma once
 
 #include "railyard/common/units.hpp"
 #include "railyard/models/collective.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace railyard::models {
 
-/// Who sends to whom in a step, as compressed rows over communicator ranks.
+/// Who sends to whom in a step, as compressed rows over communicator ranks. A send may carry a weight: it moves
+/// weight x the step's bytes (steps whose transfers differ in size, such as NVLSTree's intra-node and network legs).
 class Pattern {
 public:
   Pattern() = default;
   /// Builds rows from per-rank peer lists (communicator ranks).
-  Pattern(std::string name, const std::vector<std::vector<int>>& send_to, const std::vector<std::vector<int>>& recv_from);
+  Pattern(std::string name, const std::vector<std::vector<int>>& send_to,
+          const std::vector<std::vector<int>>& recv_from);
+  /// Same, with one weight per send (send_weights[r][i] belongs to send_to[r][i]).
+  Pattern(std::string name, const std::vector<std::vector<int>>& send_to,
+          const std::vector<std::vector<double>>& send_weights, const std::vector<std::vector<int>>& recv_from);
   /// The ring r -> order[(i+1) % n] for the rank at position i of `order`.
   static Pattern ring(std::string name, const std::vector<int>& order);
 
@@ -32,62 +38,135 @@ public:
   {
     return {recv_peers_.data() + recv_offsets_[rank], recv_peers_.data() + recv_offsets_[rank + 1]};
   }
+  /// Weight of the i-th send of `rank` (1 when the pattern has no weights).
+  [[nodiscard]] double send_weight(int rank, std::size_t i) const
+  {
+    return send_weights_.empty() ? 1.0 : send_weights_[send_offsets_[rank] + i];
+  }
+  /// Whether `rank` receives from another node in this pattern (set by mark_inter_node; false before).
+  [[nodiscard]] bool receives_inter_node(int rank) const { return !recv_inter_.empty() && recv_inter_[rank] != 0; }
+  /// Records, for every rank, whether one of its receives comes from another node (node of GPU g: g / gpus_per_node).
+  void mark_inter_node(const std::vector<int>& gpus, int gpus_per_node);
 
 private:
   std::string name_;
   std::vector<std::uint32_t> send_offsets_{0}, recv_offsets_{0};
   std::vector<std::int32_t> send_peers_, recv_peers_;
+  std::vector<double> send_weights_;
+  std::vector<std::uint8_t> recv_inter_;
 };
 
-/// One step on one channel. Every rank posts its receives from pattern.recvs(rank) and sends `wire_bytes` to each
-/// of pattern.sends(rank); it moves on to its next step once all of this step's receives have arrived and
-/// `overhead` has passed. A rank with nothing to receive moves on at once. Sends never wait for their own
-/// completion, but a transfer starts only once its receiver has posted the matching receive (one step of
-/// buffering per connection, like NCCL's FIFO credits).
+/// One step on one channel. Every rank posts the receives of pattern.recvs(rank) and sends wire_bytes x weight to
+/// each of pattern.sends(rank). Timing (sim/src/collective_runner.cpp):
+///  - a rank posts the receives of step s+1 as soon as all receives of step s have arrived (one step of buffering
+///    per connection: a transfer starts only once its receiver has posted the matching receive);
+///  - it posts the sends of step s+1 `overhead` after the receives of step s arrived (the per-hop latency of
+///    forwarding what it received; NCCL's hwLat), and never before the sends of step s. A rank that receives nothing
+///    in step s pays no overhead for it. Sends never wait for their own completion.
+/// So the overhead delays what a rank forwards, but not the transfers already under way towards it.
 struct Step {
   std::uint32_t pattern = 0;
-  Bytes bytes{0};      ///< payload per send
-  Bytes wire_bytes{0}; ///< bytes on the wire per send: payload / protocol efficiency (LL: 2x, LL128: 128/120)
-  Seconds overhead{0}; ///< fixed per-step cost added after the receives arrive (protocol / kernel step latency)
+  Bytes bytes{0};      ///< payload per send (x weight)
+  Bytes wire_bytes{0}; ///< bytes on the wire per send (x weight): payload / protocol efficiency
+  Seconds overhead{0}; ///< per-hop latency of a rank whose receives in this step all come from its own node
+  /// Per-hop latency of a rank with a receive from another node in this step; empty: `overhead` for every rank.
+  std::optional<Seconds> overhead_inter;
 };
 
 struct Schedule {
   CollectiveKind kind = CollectiveKind::AllReduce;
   Algorithm algorithm = Algorithm::Ring;
   Protocol protocol = Protocol::Simple;
-  Bytes bytes{0};              ///< the call's size (nccl-tests convention)
-  std::vector<int> gpus;       ///< communicator rank -> global GPU id
+  Bytes bytes{0};        ///< the call's size (nccl-tests convention)
+  std::vector<int> gpus; ///< communicator rank -> global GPU id
   std::vector<Pattern> patterns;
   std::vector<std::vector<Step>> channels; ///< per channel, its steps in order
+  /// Fixed cost before a rank's first sends (NCCL's per-call base latency: kernel launch and setup). Receives are
+  /// posted at once, so data from ranks that started earlier can arrive meanwhile.
+  Seconds launch{0};
 
   [[nodiscard]] int nranks() const { return static_cast<int>(gpus.size()); }
   [[nodiscard]] std::size_t num_steps() const;
-  /// Payload bytes every rank sends in total (sum over channels and steps of bytes x sends(rank)).
+  /// Bytes every rank sends in total: sum over channels and steps of bytes x weight of each send.
   [[nodiscard]] Bytes bytes_sent_by(int rank) const;
 };
 
-/// What a protocol costs on the wire and how NCCL cuts data into steps.
+/// What a protocol costs on the wire and how NCCL sizes its buffers (src/include/device.h, src/init.cc buffSizes).
 struct ProtocolSpec {
   Protocol protocol;
-  double wire_per_payload; ///< wire bytes per payload byte
-  Bytes step_payload;      ///< payload one ring step of one channel moves at most (chunk)
+  double wire_per_payload; ///< wire bytes per payload byte: LL 16/8, LL128 128/120, Simple 1
+  Bytes step_wire;         ///< buffSize / NCCL_STEPS: bytes one NCCL step occupies in a connection's buffer
+  Bytes step_payload;      ///< payload one ring all-reduce step of one channel moves at most (NCCL's chunk)
   const char* source;
 };
 const ProtocolSpec& protocol_spec(Protocol p);
 
+/// NCCL's chunk (payload bytes one step of one channel moves) for a call, following calcCollChunking in
+/// src/enqueue.cc (NCCL 2.26.2): ring Simple all_reduce/all_gather/reduce_scatter take 4 NCCL steps per chunk,
+/// every other case one; LL halves it, LL128 keeps 120 of 128 bytes; NVLS, NVLSTree, Tree/LL128 and PAT shrink it
+/// for small messages. `nheads` is the NVLS head count (GPUs per node), `nnodes` the nodes of the communicator.
+Bytes nccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int channels, int nranks, int nnodes,
+                 int nheads);
+
+/// NCCL's fixed costs for an algorithm and protocol: per-call base latency and per-hop latencies, and the NVLS
+/// bandwidth efficiency. Built by nccl_lowering_costs() from NCCL's tuning constants.
+struct LoweringCosts {
+  Seconds launch{0};            ///< once per call (Schedule::launch)
+  Seconds intra_hop{0};         ///< per step, receiving inside a node (Step::overhead)
+  Seconds inter_hop{0};         ///< per step, receiving across nodes (Step::overhead_inter)
+  double nvls_efficiency = 1.0; ///< fraction of NVLink bandwidth multimem loads and stores reach
+};
+
+/// The costs NCCL 2.26.2's model assigns (src/graph/tuning.cc baseLat, hwLat; see models/README.md for how each
+/// algorithm uses them), for GPUs of `compute_capability` whose intra-node hops are NVLink. NVLS efficiency:
+/// nvlsEfficiency of NCCL's tuning.cc at commit 766bffee (0.85 Hopper, 0.74 Blackwell).
+LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks, int nnodes);
+
 struct LoweringInput {
   CollectiveCall call;      ///< kind, bytes, ranks (global GPU ids); algorithm/protocol/channels must be set
   int gpus_per_node = 8;    ///< node of GPU g is g / gpus_per_node
-  Seconds step_overhead{0}; ///< added to every step (see Step::overhead)
+  Seconds step_overhead{0}; ///< added to every step's overhead (scenario `nccl.step_overhead`)
+  LoweringCosts costs{};    ///< NCCL's fixed costs; zero: bytes and link latencies only
 };
 
-/// Lowers a call. Throws std::invalid_argument for a combination this lowering does not implement; callers that take
-/// user input check first with the NCCL model's refusal rules so users see an InputError instead.
+/// Lowers a call. Throws std::invalid_argument for a combination this lowering does not implement (CollNet, Tree
+/// outside all_reduce, ...); callers that take user input check first with the NCCL model's refusal rules
+/// (check_request) so users see an InputError instead.
 Schedule lower(const LoweringInput& in);
+
+/// One point-to-point transfer of a group: communicator-free, in global GPU ids.
+struct P2pTransfer {
+  int src = 0;
+  int dst = 0;
+  Bytes bytes{0};
+};
+
+/// A group of sends and receives issued together (ncclGroupStart/End), scheduled as NCCL schedules them
+/// (scheduleP2pTasksToPlan, src/enqueue.cc): round r pairs each rank with the peer r ranks ahead, rounds spread over
+/// `lanes` concurrent p2p channels, each lane running its rounds in order. Protocol LL when every transfer is at
+/// most 16 KiB (NCCL_P2P_LL_THRESHOLD), else Simple.
+Schedule lower_p2p(const std::vector<P2pTransfer>& transfers, int lanes, int gpus_per_node, const LoweringCosts& costs,
+                   Seconds step_overhead);
+/// The protocol NCCL uses for p2p transfers: LL up to NCCL_P2P_LL_THRESHOLD (16 KiB), else Simple.
+Protocol p2p_protocol(Bytes largest_transfer);
+
+/// Runs several schedules as one (a group of collectives launched together): every member keeps its own channels,
+/// the result has the union of the members' GPUs, and one launch (the largest member's).
+Schedule merge_group(const std::vector<Schedule>& members, int gpus_per_node);
 
 /// The ring order NCCL builds on channel `channel` for these GPUs: nodes in order; inside each node the GPUs present,
 /// rotated so that channel c enters the node at its (c mod k)-th GPU and leaves at the one before it, so with PXN the
 /// edge between nodes leaves and enters on one rail. Returns communicator ranks in ring order.
 std::vector<int> ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel);
+
+/// NCCL's binary tree over `nranks` (src/graph/trees.cc ncclGetBtree): parent (-1 for the root 0) and children.
+struct TreeLinks {
+  int parent = -1;
+  std::vector<int> children;
+};
+TreeLinks nccl_btree(int nranks, int rank);
+/// NCCL's double binary tree (ncclGetDtree): tree 0 is the btree; tree 1 mirrors it (even nranks) or shifts it by
+/// one (odd nranks), so that leaves of one tree are inner nodes of the other.
+TreeLinks nccl_dtree(int nranks, int rank, int tree);
 
 } // namespace railyard::models

@@ -28,8 +28,9 @@ struct RunResult {
   FlowTotals flows;
 };
 
-/// Fills in what the call leaves open (algorithm, protocol, channels) and checks that the lowering can run it;
-/// an impossible request is an InputError at `where`.
+/// Fills in what the call leaves open (algorithm, protocol, channels) with NCCL's choice on this cluster and checks
+/// that NCCL can run it; an impossible request is an InputError at `where`. Uses the default `nccl:` settings; see
+/// nccl_resolve.hpp for the form that takes a scenario's.
 models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
                                     const InputLocation& where);
 

@@ -1,0 +1,160 @@
+// `railyard nccl-tests`: a simulated nccl-tests run (all_reduce_perf and friends) on a scenario's cluster.
+#include "commands.hpp"
+
+#include "railyard/common/error.hpp"
+#include "railyard/sim/nccl_tests.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+namespace railyard::cli {
+
+namespace {
+
+// nccl-tests' parsesize (src/common.cu): a number with an optional K, M or G suffix, binary multiples.
+std::int64_t parse_size(const std::string& text, const char* option)
+{
+  std::size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  double unit = 1;
+  std::string rest = text.substr(used);
+  while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front())))
+    rest.erase(rest.begin());
+  if (rest.size() == 1) {
+    switch (std::toupper(static_cast<unsigned char>(rest[0]))) {
+    case 'K':
+      unit = 1024.0;
+      break;
+    case 'M':
+      unit = 1024.0 * 1024;
+      break;
+    case 'G':
+      unit = 1024.0 * 1024 * 1024;
+      break;
+    default:
+      unit = -1;
+    }
+  } else if (!rest.empty()) {
+    unit = -1;
+  }
+  if (used == 0 || unit < 0 || value < 0)
+    throw InputError(InputLocation{"railyard nccl-tests", 0, option}, fmt::format("invalid size '{}'", text),
+                     "write a byte count with an optional K, M or G suffix, "
+                     "as nccl-tests does: 8, 64K, 1M, 8G");
+  return static_cast<std::int64_t>(value * unit);
+}
+
+std::vector<int> parse_rank_list(const std::string& text, int gpus)
+{
+  const YamlNode node = YamlNode::load_string(text, "--ranks");
+  return sim::parse_ranks(node, gpus);
+}
+
+} // namespace
+
+void add_nccl_tests_command(CLI::App& app, Action* action)
+{
+  struct Options {
+    std::string scenario;
+    std::string op = "all_reduce";
+    std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
+    std::int64_t step_factor = 1;
+    std::optional<int> ngpus;
+    std::optional<std::string> ranks;
+    std::optional<std::string> algo, proto;
+    std::string type = "float";
+    std::string redop = "sum";
+    int root = 0;
+    int iters = 1;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "nccl-tests", "Simulate an nccl-tests sweep (all_reduce_perf and friends) on a scenario's cluster and print "
+                    "nccl-tests' table: size, count, type, redop, root, time, algbw, busbw, #wrong, out-of-place and "
+                    "in-place, with busbw as nccl-tests' doc/PERFORMANCE.md defines it");
+  cmd->add_option("--scenario,-s", o->scenario,
+                  "scenario YAML file: its cluster, network and nccl sections are used "
+                  "(its collectives, if any, are not)")
+      ->required();
+  cmd->add_option("--op", o->op,
+                  "collective: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv")
+      ->capture_default_str();
+  cmd->add_option("-b,--minbytes", o->min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)")
+      ->capture_default_str();
+  cmd->add_option("-e,--maxbytes", o->max_bytes, "largest size")->capture_default_str();
+  cmd->add_option("-f,--stepfactor", o->step_factor, "multiply the size by this each step (when > 1)")
+      ->capture_default_str();
+  cmd->add_option("-i,--stepbytes", o->step_bytes, "else add this to the size each step")->capture_default_str();
+  cmd->add_option("-g,--ngpus", o->ngpus, "take part with GPUs 0..N-1 (default: every GPU of the cluster)");
+  cmd->add_option("--ranks", o->ranks, "GPUs taking part, as a scenario's ranks: 'all', '0-7' or '[0, 8, 16]'");
+  cmd->add_option("--algo", o->algo,
+                  "NCCL_ALGO for this run, NCCL's syntax (ring, ^nvls, ...); replaces the "
+                  "scenario's nccl.algo");
+  cmd->add_option("--proto", o->proto, "NCCL_PROTO for this run (LL, LL128, Simple, ^LL128, ...)");
+  cmd->add_option("-d,--datatype", o->type,
+                  "element type: int8, uint8, int32, uint32, int64, uint64, half, float, "
+                  "double, bfloat16")
+      ->capture_default_str();
+  cmd->add_option("--redop", o->redop, "reduction printed in the redop column (nccl-tests -o)")->capture_default_str();
+  cmd->add_option("-r,--root", o->root, "root rank of broadcast and reduce")->capture_default_str();
+  cmd->add_option("-n,--iters", o->iters, "calls per size, back to back; the time is their average")
+      ->capture_default_str();
+  cmd->callback([o, action] {
+    *action = [o] {
+      sim::Scenario scenario = sim::load_scenario_cluster(o->scenario);
+      sim::NcclTestsOptions opts;
+      const auto kind = models::collective_from_string(o->op);
+      if (!kind)
+        throw InputError(InputLocation{"railyard nccl-tests", 0, "--op"}, fmt::format("unknown collective '{}'", o->op),
+                         "use one of: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv");
+      opts.kind = *kind;
+      opts.min_bytes = parse_size(o->min_bytes, "-b/--minbytes");
+      opts.max_bytes = parse_size(o->max_bytes, "-e/--maxbytes");
+      opts.step_bytes = parse_size(o->step_bytes, "-i/--stepbytes");
+      opts.step_factor = o->step_factor;
+      opts.type = o->type;
+      opts.redop = o->redop;
+      opts.root = o->root;
+      opts.iters = o->iters;
+      const int gpus = scenario.cluster.gpus();
+      if (o->ngpus && o->ranks)
+        throw InputError(InputLocation{"railyard nccl-tests", 0, "-g/--ranks"}, "both -g and --ranks are given",
+                         "give one of them");
+      if (o->ngpus) {
+        if (*o->ngpus < 1 || *o->ngpus > gpus)
+          throw InputError(InputLocation{"railyard nccl-tests", 0, "-g/--ngpus"},
+                           fmt::format("-g {} is outside 1..{}, the GPUs of the scenario's cluster", *o->ngpus, gpus),
+                           "give at most as many GPUs as the cluster has");
+        for (int g = 0; g < *o->ngpus; ++g)
+          opts.ranks.push_back(g);
+      }
+      if (o->ranks) opts.ranks = parse_rank_list(*o->ranks, gpus);
+      if (o->algo || o->proto) {
+        const InputLocation where{"railyard nccl-tests", 0, o->algo ? "--algo" : "--proto"};
+        const auto parsed = models::NcclOverrides::parse(o->algo, o->proto, where);
+        if (o->algo) {
+          scenario.nccl.algo = o->algo;
+          scenario.nccl.overrides.algorithms = parsed.algorithms;
+        }
+        if (o->proto) {
+          scenario.nccl.proto = o->proto;
+          scenario.nccl.overrides.protocols = parsed.protocols;
+        }
+      }
+      const sim::NcclTestsRun run = sim::simulate_nccl_tests(scenario, opts);
+      sim::print_nccl_tests(std::cout, run, scenario.name);
+      return 0;
+    };
+  });
+}
+
+} // namespace railyard::cli

@@ -1,0 +1,46 @@
+// From a scenario's call to a schedule the simulator runs: NCCL's inputs for the call on this cluster, NCCL's choice
+// of algorithm, protocol and channels where the scenario leaves them open (models/nccl_tuning.hpp), NCCL's refusals
+// as InputError, and the lowering with NCCL's fixed costs (models/lowering.hpp).
+#pragma once
+
+#include "railyard/models/lowering.hpp"
+#include "railyard/models/nccl_tuning.hpp"
+#include "railyard/sim/scenario.hpp"
+#include "railyard/topologies/topology.hpp"
+
+#include <optional>
+
+namespace railyard::sim {
+
+/// The node NCCL's topology search sees: `nccl.system`, or when it is absent the generation whose NVLink bandwidth
+/// per GPU the cluster's is closest to (A100 300 GB/s, H100/H200 450 GB/s, B200 900 GB/s). NICs are the cluster's.
+models::NodeSpec nccl_node(const NcclSettings& settings, const topo::ClusterSpec& cluster);
+
+/// NCCL's view of one call: its communicator's nodes and ranks per node, the graphs NCCL's search builds for them
+/// (derive_graphs), whether NVLS is available (an NVSwitch with multicast, sm90+, more than two GPUs per node) and the
+/// scenario's NCCL_ALGO / NCCL_PROTO. Empty when the ranks per node differ (NCCL's model assumes them equal).
+std::optional<models::NcclTuningInput> nccl_input(const models::CollectiveCall& call, const topo::Topology& topology,
+                                                  const NcclSettings& settings);
+
+/// Fills in algorithm, protocol and channels as NCCL would: NCCL_ALGO / NCCL_PROTO (the scenario's `nccl:` section
+/// and the call's own `algorithm` / `protocol`, which act like NCCL_ALGO / NCCL_PROTO for this call alone) restrict
+/// NCCL's cost table, the cheapest entry wins and NCCL's channel trimming for small messages applies; `channels`
+/// overrides the count. A request NCCL cannot run is an InputError at `where` naming the collective, the algorithm
+/// and why. alltoall and sendrecv are grouped p2p in NCCL: protocol LL up to 16 KiB per transfer, else Simple, on
+/// half the p2p channels (each peer takes two).
+models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
+                                    const NcclSettings& settings, const InputLocation& where);
+
+/// The lowering input of a resolved call: NCCL's fixed costs for its algorithm and protocol (when
+/// settings.latencies), the NVLS efficiency of the GPU generation, and the scenario's extra step overhead.
+models::LoweringInput lowering_input(const models::CollectiveCall& resolved, const topo::Topology& topology,
+                                     const NcclSettings& settings, Seconds step_overhead);
+
+/// A scenario entry (a call or a group) resolved and lowered.
+struct LoweredSpec {
+  models::CollectiveCall call; ///< as run (for a group: the summary, with its first member's choices)
+  models::Schedule schedule;
+};
+LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario);
+
+} // namespace railyard::sim

@@ -1,0 +1,63 @@
+// A simulated nccl-tests sweep (NVIDIA/nccl-tests: all_reduce_perf and friends): sizes from min to max, every size
+// one call of the collective on the scenario's cluster, all sizes in one simulation one after the other, printed in
+// nccl-tests' own table (src/common.cu) with algbw and busbw as its doc/PERFORMANCE.md defines them.
+#pragma once
+
+#include "railyard/models/collective.hpp"
+#include "railyard/sim/scenario.hpp"
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace railyard::sim {
+
+struct NcclTestsOptions {
+  models::CollectiveKind kind = models::CollectiveKind::AllReduce;
+  std::int64_t min_bytes = 32 * 1024 * 1024; ///< nccl-tests -b (its default)
+  std::int64_t max_bytes = 32 * 1024 * 1024; ///< -e
+  std::int64_t step_factor = 1;              ///< -f: multiply by it when > 1
+  std::int64_t step_bytes = 1024 * 1024;     ///< -i: else add this
+  std::vector<int> ranks;                    ///< GPUs taking part, in rank order; empty: all of the cluster
+  int root = 0;                              ///< -r (broadcast, reduce)
+  std::string type = "float";                ///< -d
+  std::string redop = "sum";                 ///< nccl-tests -o (printed only)
+  int iters = 1;                             ///< calls per size, back to back; the time is their average
+};
+
+/// nccl-tests' element size of a type name ("float" 4, "half" 2, ...); 0 for an unknown name.
+int nccl_tests_type_size(const std::string& type);
+
+/// nccl-tests' byte counts for one size (getCollByteCount of each test): the "size" column (the larger of the send
+/// and receive buffers, which is also the call's size in Railyard's convention) and the "count" column.
+struct NcclTestsCounts {
+  std::int64_t size_bytes = 0;
+  std::int64_t count = 0;
+};
+NcclTestsCounts nccl_tests_counts(models::CollectiveKind kind, std::int64_t bytes, int type_size, int nranks);
+
+struct NcclTestsRow {
+  NcclTestsCounts counts;
+  models::CollectiveCall call; ///< as run: NCCL's algorithm, protocol and channels for it
+  Seconds time{0};             ///< per call
+  double algbw_GBps = 0, busbw_GBps = 0;
+};
+
+struct NcclTestsRun {
+  NcclTestsOptions options;
+  int nranks = 0;
+  std::string gpu_model; ///< the name CUDA gives the GPU of the scenario's system
+  std::vector<NcclTestsRow> rows;
+};
+
+/// Runs the sweep on the scenario's cluster with its `nccl:` settings. Bad options are InputError naming them.
+NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOptions& options);
+
+/// Prints the run as nccl-tests prints it: header, device lines, the column header, one row per size with
+/// out-of-place and in-place results (the simulator times both alike, #wrong 0: it moves no wrong data), and the
+/// footer with the average bus bandwidth. Railyard's own notes (NCCL's choice per size) follow the footer as
+/// comment lines.
+void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::string& scenario_name);
+
+} // namespace railyard::sim

@@ -1,0 +1,303 @@
+#include "railyard/sim/nccl_resolve.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace railyard::sim {
+
+namespace {
+
+// Row of NCCL's per-function override tables (ncclFunc_t order: Broadcast, Reduce, AllGather, ReduceScatter,
+// AllReduce; nccl_tuning.hpp kNcclFunctions).
+int function_row(models::CollectiveKind k)
+{
+  switch (k) {
+  case models::CollectiveKind::Broadcast:
+    return 0;
+  case models::CollectiveKind::Reduce:
+    return 1;
+  case models::CollectiveKind::AllGather:
+    return 2;
+  case models::CollectiveKind::ReduceScatter:
+    return 3;
+  case models::CollectiveKind::AllReduce:
+    return 4;
+  default:
+    return -1;
+  }
+}
+
+bool is_p2p(models::CollectiveKind k)
+{
+  return k == models::CollectiveKind::AllToAll || k == models::CollectiveKind::SendRecv;
+}
+
+std::map<int, int> ranks_per_node(const std::vector<int>& ranks, const topo::Topology& topology)
+{
+  std::map<int, int> per_node;
+  for (int g : ranks)
+    ++per_node[topology.node_of(g)];
+  return per_node;
+}
+
+std::string overrides_text(const NcclSettings& s)
+{
+  std::string out;
+  if (s.algo) out += fmt::format(" NCCL_ALGO={}", *s.algo);
+  if (s.proto) out += fmt::format(" NCCL_PROTO={}", *s.proto);
+  return out;
+}
+
+int pow2_up(int v)
+{
+  int p = 1;
+  while (p < v)
+    p <<= 1;
+  return p;
+}
+
+// NCCL's p2p channels (ncclTopoComputeP2pChannels: the communicator's channels rounded up to a power of two), of
+// which each peer takes two (NCCL_NCHANNELS_PER_NET_PEER's default; an assumption for NVLink peers), so this many
+// rounds run at once.
+int p2p_lanes(const std::vector<int>& ranks, const topo::Topology& topology, const NcclSettings& settings)
+{
+  models::CollectiveCall probe;
+  probe.kind = models::CollectiveKind::AllReduce;
+  probe.ranks = ranks;
+  int comm = 0;
+  if (const auto in = nccl_input(probe, topology, settings)) comm = in->comm_channels;
+  if (comm < 1) {
+    const auto node = nccl_node(settings, topology.spec());
+    comm = models::derive_graphs(node, std::max(1, topology.num_nodes())).comm_channels;
+  }
+  return std::max(1, pow2_up(std::max(1, comm)) / 2);
+}
+
+models::Schedule lower_checked(const models::LoweringInput& in, const InputLocation& where)
+{
+  try {
+    return models::lower(in);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(where,
+                     fmt::format("{} with algorithm {} cannot be lowered: {}", models::to_string(in.call.kind),
+                                 models::nccl_name(*in.call.algorithm), e.what()),
+                     "leave the algorithm to NCCL's cost model, or pick one NCCL implements for this collective");
+  }
+}
+
+} // namespace
+
+models::NodeSpec nccl_node(const NcclSettings& settings, const topo::ClusterSpec& cluster)
+{
+  models::NodeLayout layout = models::NodeLayout::DgxH100;
+  std::string name;
+  if (settings.system == "dgx_a100") {
+    layout = models::NodeLayout::DgxA100;
+  } else if (settings.system == "dgx_h100") {
+    layout = models::NodeLayout::DgxH100;
+  } else if (settings.system == "hgx_h200") {
+    // H200 is an H100 with more HBM: same sm90, 18 NVLink4 links, NVSwitch with NVLink SHARP (NVIDIA HGX H200
+    // datasheet), so NCCL's search sees the DGX H100 layout.
+    layout = models::NodeLayout::DgxH100;
+    name = "HGX H200";
+  } else if (settings.system == "hgx_b200") {
+    layout = models::NodeLayout::HgxB200;
+  } else {
+    // Nearest NVLink generation by ratio: A100 300, H100/H200 450, B200 900 GB/s per GPU and direction.
+    const double gbps = cluster.nvlink_bandwidth.value() / 1e9;
+    const std::pair<double, models::NodeLayout> gens[] = {
+        {300, models::NodeLayout::DgxA100}, {450, models::NodeLayout::DgxH100}, {900, models::NodeLayout::HgxB200}};
+    double best = 1e300;
+    for (const auto& [bw, l] : gens) {
+      const double d = std::abs(std::log(gbps / bw));
+      if (d < best) {
+        best = d;
+        layout = l;
+      }
+    }
+  }
+  models::NodeSpec node = models::node_spec(layout);
+  if (!name.empty()) node.name = name;
+  node.nvswitch_multicast = node.nvswitch_multicast && cluster.nvswitch;
+  if (cluster.nodes > 1)
+    node.nic_bw = cluster.nic_bandwidth; // NCCL reports a NIC's port speed / 8, which is the cluster's bytes per second
+  return node;
+}
+
+std::optional<models::NcclTuningInput> nccl_input(const models::CollectiveCall& call, const topo::Topology& topology,
+                                                  const NcclSettings& settings)
+{
+  const auto per_node = ranks_per_node(call.ranks, topology);
+  if (per_node.empty()) return std::nullopt;
+  const int ppn = per_node.begin()->second;
+  for (const auto& [node, count] : per_node)
+    if (count != ppn) return std::nullopt;
+  const int nnodes = static_cast<int>(per_node.size());
+  models::NodeSpec node = nccl_node(settings, topology.spec());
+  // NCCL searches graphs over the communicator's GPUs only, each with its own NIC on a rail-optimized node. With one
+  // GPU per node the NVLink budget of derive_graphs does not apply; a two-GPU node with one NIC gives the same NIC
+  // bound without its (g - 1) / g term, which is zero for one GPU.
+  node.gpus = std::max(2, ppn);
+  node.nics = std::max(1, std::min(node.nics, ppn));
+  const auto graphs = models::derive_graphs(node, nnodes);
+  models::NcclTuningInput in;
+  in.collective = call.kind;
+  in.bytes = call.bytes;
+  in.nranks = static_cast<int>(call.ranks.size());
+  in.nnodes = nnodes;
+  in.gpus_per_node = ppn;
+  in.compute_capability = node.compute_capability;
+  in.cpu = node.cpu;
+  in.nvls_supported = node.nvswitch_multicast && node.compute_capability >= 90 && ppn > 2;
+  in.ring = graphs.ring;
+  in.tree = graphs.tree;
+  in.nvls = graphs.nvls;
+  in.comm_channels = graphs.comm_channels;
+  in.nvls_channels = in.nvls_supported ? graphs.nvls_channels : 0;
+  in.overrides = settings.overrides;
+  return in;
+}
+
+models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
+                                    const NcclSettings& settings, const InputLocation& where)
+{
+  models::CollectiveCall out = call;
+  if (call.ranks.empty())
+    throw InputError(where, fmt::format("{} has no ranks", models::to_string(call.kind)), "list at least one GPU");
+  auto field = [&](const char* f) {
+    InputLocation w = where;
+    if (w.field.empty()) w.field = f;
+    return w;
+  };
+
+  if (is_p2p(call.kind)) {
+    if (call.algorithm || call.protocol)
+      throw InputError(field(call.algorithm ? "algorithm" : "protocol"),
+                       fmt::format("NCCL cannot run {} with a chosen algorithm or protocol: NCCL runs it as grouped "
+                                   "point-to-point sends and receives, LL up to 16 KiB per transfer and Simple above; "
+                                   "NCCL_ALGO and NCCL_PROTO do not apply",
+                                   models::to_string(call.kind)),
+                       "remove algorithm and protocol from this entry");
+    const double per_transfer =
+        call.kind == models::CollectiveKind::AllToAll ? call.bytes.value() / call.ranks.size() : call.bytes.value();
+    out.algorithm = models::Algorithm::Ring; // NCCL's p2p path has no algorithm; Ring stands in for it in outputs
+    out.protocol = models::p2p_protocol(Bytes(per_transfer));
+    if (!out.channels) out.channels = p2p_lanes(call.ranks, topology, settings);
+    return out;
+  }
+
+  auto in = nccl_input(call, topology, settings);
+  if (!in) {
+    if (call.algorithm && call.protocol && call.channels) return out;
+    throw InputError(where,
+                     fmt::format("NCCL's cost model needs the same number of ranks on every node, and this {} has "
+                                 "ranks on nodes with different counts",
+                                 models::to_string(call.kind)),
+                     "give algorithm, protocol and channels for this call, or use a communicator with equal ranks per "
+                     "node");
+  }
+  models::validate(*in, where);
+  if (call.algorithm) models::check_request(*in, *call.algorithm, call.protocol, where);
+  // The call's own choices act like NCCL_ALGO / NCCL_PROTO for this call alone.
+  const int row = function_row(call.kind);
+  if (call.algorithm)
+    for (int a = 0; a < models::kNcclAlgorithms; ++a)
+      in->overrides.algorithms[row][a] = a == static_cast<int>(*call.algorithm);
+  if (call.protocol)
+    for (int p = 0; p < models::kNcclProtocols; ++p)
+      in->overrides.protocols[row][p] =
+          p == static_cast<int>(*call.protocol) ? models::NcclEnable::On : models::NcclEnable::Off;
+  const auto choice = models::choose(*in);
+  if (!choice) {
+    std::string asked = overrides_text(settings);
+    if (call.algorithm) asked += fmt::format(" algorithm {}", models::nccl_name(*call.algorithm));
+    if (call.protocol) asked += fmt::format(" protocol {}", models::nccl_name(*call.protocol));
+    throw InputError(field(call.algorithm  ? "algorithm"
+                           : call.protocol ? "protocol"
+                                           : "op"),
+                     fmt::format("NCCL has no algorithm and protocol for {} of {} B on {} ranks ({} per node) with{}: "
+                                 "its cost model prices none of the allowed combinations on this system",
+                                 models::to_string(call.kind), call.bytes.value(), in->nranks, in->gpus_per_node,
+                                 asked.empty() ? " its defaults" : asked),
+                     "allow more algorithms or protocols (nccl.algo / nccl.proto, or this entry's algorithm and "
+                     "protocol)");
+  }
+  out.algorithm = choice->algorithm;
+  out.protocol = choice->protocol;
+  if (!out.channels) out.channels = choice->channels;
+  return out;
+}
+
+models::LoweringInput lowering_input(const models::CollectiveCall& resolved, const topo::Topology& topology,
+                                     const NcclSettings& settings, Seconds step_overhead)
+{
+  models::LoweringInput li;
+  li.call = resolved;
+  li.gpus_per_node = topology.gpus_per_node();
+  li.step_overhead = step_overhead;
+  const int cc = nccl_node(settings, topology.spec()).compute_capability;
+  const int nnodes = static_cast<int>(ranks_per_node(resolved.ranks, topology).size());
+  const auto costs = models::nccl_lowering_costs(resolved.algorithm.value_or(models::Algorithm::Ring),
+                                                 resolved.protocol.value_or(models::Protocol::Simple), cc,
+                                                 static_cast<int>(resolved.ranks.size()), nnodes);
+  if (settings.latencies)
+    li.costs = costs;
+  else
+    li.costs.nvls_efficiency = costs.nvls_efficiency;
+  return li;
+}
+
+LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario)
+{
+  LoweredSpec out;
+  if (!spec.is_group()) {
+    out.call = resolve_call(spec.call, topology, scenario.nccl, spec.where);
+    out.schedule = lower_checked(lowering_input(out.call, topology, scenario.nccl, scenario.step_overhead), spec.where);
+    return out;
+  }
+  std::vector<models::Schedule> members;
+  out.call = spec.call;
+  for (std::size_t i = 0; i < spec.group.size(); ++i) {
+    const InputLocation& w = i < spec.group_where.size() ? spec.group_where[i] : spec.where;
+    const auto call = resolve_call(spec.group[i], topology, scenario.nccl, w);
+    if (i == 0) {
+      out.call.algorithm = call.algorithm;
+      out.call.protocol = call.protocol;
+    }
+    members.push_back(lower_checked(lowering_input(call, topology, scenario.nccl, scenario.step_overhead), w));
+  }
+  if (!spec.sends.empty()) {
+    double largest = 0;
+    std::vector<int> gpus;
+    for (const auto& t : spec.sends) {
+      largest = std::max(largest, t.bytes.value());
+      gpus.push_back(t.src);
+      gpus.push_back(t.dst);
+    }
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    models::CollectiveCall p2p;
+    p2p.kind = models::CollectiveKind::SendRecv;
+    p2p.ranks = gpus;
+    p2p.algorithm = models::Algorithm::Ring;
+    p2p.protocol = models::p2p_protocol(Bytes(largest));
+    const auto li = lowering_input(p2p, topology, scenario.nccl, scenario.step_overhead);
+    members.push_back(models::lower_p2p(spec.sends, p2p_lanes(gpus, topology, scenario.nccl), topology.gpus_per_node(),
+                                        li.costs, scenario.step_overhead));
+    if (spec.group.empty()) {
+      out.call.algorithm = p2p.algorithm;
+      out.call.protocol = p2p.protocol;
+    }
+  }
+  out.schedule = models::merge_group(members, topology.gpus_per_node());
+  out.schedule.kind = out.call.kind;
+  out.call.ranks = out.schedule.gpus;
+  out.call.channels = static_cast<int>(out.schedule.channels.size());
+  return out;
+}
+
+} // namespace railyard::sim

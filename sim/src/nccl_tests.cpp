@@ -1,0 +1,204 @@
+#include "railyard/sim/nccl_tests.hpp"
+
+#include "railyard/models/nccl_tuning.hpp"
+#include "railyard/sim/collective_runner.hpp"
+#include "railyard/sim/nccl_resolve.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace railyard::sim {
+
+int nccl_tests_type_size(const std::string& type)
+{
+  // nccl-tests src/common.cu test_typenames and wordSize().
+  static const std::pair<const char*, int> kTypes[] = {{"int8", 1},   {"uint8", 1},   {"int32", 4}, {"uint32", 4},
+                                                       {"int64", 8},  {"uint64", 8},  {"half", 2},  {"float", 4},
+                                                       {"double", 8}, {"bfloat16", 2}};
+  for (const auto& [name, size] : kTypes)
+    if (type == name) return size;
+  return 0;
+}
+
+NcclTestsCounts nccl_tests_counts(models::CollectiveKind kind, std::int64_t bytes, int type_size, int nranks)
+{
+  // getCollByteCount of each nccl-tests program: (send, recv, param) element counts for `count` = bytes / size.
+  const std::int64_t count = bytes / type_size;
+  const std::int64_t n = nranks;
+  std::int64_t send = count, recv = count, param = count;
+  switch (kind) {
+  case models::CollectiveKind::AllGather:
+    send = count / n;
+    recv = (count / n) * n;
+    param = send;
+    break;
+  case models::CollectiveKind::ReduceScatter:
+    send = (count / n) * n;
+    recv = count / n;
+    param = recv;
+    break;
+  case models::CollectiveKind::AllToAll:
+    send = recv = (count / n) * n;
+    param = count / n;
+    break;
+  default:
+    break;
+  }
+  return {std::max(send, recv) * type_size, param};
+}
+
+namespace {
+
+bool rooted(models::CollectiveKind k)
+{
+  return k == models::CollectiveKind::Broadcast || k == models::CollectiveKind::Reduce;
+}
+
+bool reducing(models::CollectiveKind k)
+{
+  return k == models::CollectiveKind::AllReduce || k == models::CollectiveKind::ReduceScatter ||
+         k == models::CollectiveKind::Reduce;
+}
+
+std::string gpu_model_name(const models::NodeSpec& node)
+{
+  // The names cudaGetDeviceProperties reports, as nccl-tests prints them in its "Rank" lines.
+  if (node.name == "DGX A100") return "NVIDIA A100-SXM4-80GB";
+  if (node.name == "HGX H200") return "NVIDIA H200";
+  if (node.name == "HGX B200") return "NVIDIA B200";
+  return "NVIDIA H100 80GB HBM3";
+}
+
+// nccl-tests' time column: %7.0f from 10 ms, %7.1f from 100 us, else %7.2f.
+std::string time_str(double us)
+{
+  if (us >= 10000.0) return fmt::format("{:7.0f}", us);
+  if (us >= 100.0) return fmt::format("{:7.1f}", us);
+  return fmt::format("{:7.2f}", us);
+}
+
+} // namespace
+
+NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOptions& options)
+{
+  const InputLocation where{scenario.file, 0, "nccl-tests"};
+  auto bad = [&](const std::string& field, const std::string& rule, const std::string& fix) {
+    throw InputError(InputLocation{"railyard nccl-tests", 0, field}, rule, fix);
+  };
+  const int type_size = nccl_tests_type_size(options.type);
+  if (type_size == 0)
+    bad("-d/--datatype", fmt::format("unknown type '{}'", options.type),
+        "use int8, uint8, int32, uint32, int64, uint64, half, float, double or bfloat16");
+  if (options.min_bytes < 0 || options.max_bytes < options.min_bytes)
+    bad("-b/-e", fmt::format("sizes from {} to {} bytes are not a range", options.min_bytes, options.max_bytes),
+        "give -b no larger than -e, both 0 or more");
+  if (options.step_factor <= 1 && options.step_bytes <= 0)
+    bad("-f/-i", "the sizes would never grow", "give -f 2 (double each time) or -i with a positive step");
+  if (options.step_factor > 1 && options.min_bytes == 0)
+    bad("-b", "a sweep that multiplies from 0 bytes never grows", "start at -b 8 or more");
+  if (options.iters < 1) bad("-n/--iters", fmt::format("iters = {}", options.iters), "give 1 or more");
+
+  const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
+  NcclTestsRun run;
+  run.options = options;
+  std::vector<int> ranks = options.ranks;
+  if (ranks.empty()) {
+    ranks.resize(static_cast<std::size_t>(topology.num_gpus()));
+    std::iota(ranks.begin(), ranks.end(), 0);
+  }
+  run.nranks = static_cast<int>(ranks.size());
+  if (options.root < 0 || options.root >= run.nranks)
+    bad("-r/--root", fmt::format("root {} is not a rank of the {} taking part", options.root, run.nranks),
+        "give a rank between 0 and ranks-1");
+  run.gpu_model = gpu_model_name(nccl_node(scenario.nccl, scenario.cluster));
+
+  std::vector<models::Schedule> schedules;
+  std::vector<std::size_t> first_of_row;
+  for (std::int64_t size = options.min_bytes; size <= options.max_bytes;
+       size = options.step_factor > 1 ? size * options.step_factor : size + options.step_bytes) {
+    NcclTestsRow row;
+    row.counts = nccl_tests_counts(options.kind, size, type_size, run.nranks);
+    models::CollectiveCall call;
+    call.kind = options.kind;
+    call.bytes = Bytes(static_cast<double>(row.counts.size_bytes));
+    call.ranks = ranks;
+    call.root = options.root;
+    row.call = resolve_call(call, topology, scenario.nccl, where);
+    const models::Schedule s = models::lower(lowering_input(row.call, topology, scenario.nccl, scenario.step_overhead));
+    first_of_row.push_back(schedules.size());
+    for (int it = 0; it < options.iters; ++it)
+      schedules.push_back(s);
+    run.rows.push_back(std::move(row));
+    if (size == 0 && options.step_factor > 1) break;
+  }
+
+  Simulation sim(topology, scenario.sim);
+  const auto timings = run_schedules(sim, schedules);
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    NcclTestsRow& row = run.rows[i];
+    const auto& first = timings[first_of_row[i]];
+    const auto& last = timings[first_of_row[i] + static_cast<std::size_t>(options.iters) - 1];
+    row.time = Seconds((last.end - first.start).value() / options.iters);
+    const double t = row.time.value();
+    row.algbw_GBps = t > 0 ? static_cast<double>(row.counts.size_bytes) / t / 1e9 : 0.0;
+    row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
+  }
+  return run;
+}
+
+void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::string& scenario_name)
+{
+  const auto& o = run.options;
+  const std::string program = models::to_string(o.kind) + "_perf";
+  out << "# Railyard simulated nccl-tests: " << program << " on scenario '" << scenario_name << "', NCCL version "
+      << models::nccl_constants().version << " cost model\n";
+  out << "# Collective test starting: " << program << "\n";
+  out << fmt::format("# nThread 1 nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: 0 iters: {} agg iters: "
+                     "1 validation: 1 graph: 0\n",
+                     run.nranks, o.min_bytes, o.max_bytes, o.step_factor > 1 ? o.step_factor : o.step_bytes,
+                     o.step_factor > 1 ? "factor" : "bytes", o.iters);
+  out << "#\n# Using devices\n";
+  for (int r = 0; r < run.nranks; ++r) {
+    const int gpu = o.ranks.empty() ? r : o.ranks[static_cast<std::size_t>(r)];
+    out << fmt::format("#  Rank {:2d} Group {:2d} Pid {:6d} on {:>10} device {:2d} [0x{:02x}] {}\n", r, 0, 0,
+                       fmt::format("gpu{}", gpu), r, 0, run.gpu_model);
+  }
+  out << "#\n";
+  out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place    "
+                     "      \n",
+                     "", "", "", "", "");
+  out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>7}  {:>6}  {:>6} {:>6}\n",
+                     "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+                     "busbw", "#wrong");
+  out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>5}  {:>7}  {:>6}  {:>6}  {:>5}\n",
+                     "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  double bus_sum = 0;
+  int bus_count = 0;
+  const std::string redop = reducing(o.kind) ? o.redop : "none";
+  const int root = rooted(o.kind) ? o.root : -1;
+  for (const auto& row : run.rows) {
+    out << fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", row.counts.size_bytes, row.counts.count, o.type, redop,
+                       root);
+    for (int half = 0; half < 2; ++half) {
+      out << fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:5d}", time_str(row.time.value() * 1e6), row.algbw_GBps,
+                         row.busbw_GBps, 0);
+      bus_sum += row.busbw_GBps;
+      ++bus_count;
+    }
+    out << "\n";
+  }
+  out << "# Out of bounds values : 0 OK\n";
+  out << fmt::format("# Avg bus bandwidth    : {} \n", fmt::format("{:g}", bus_count ? bus_sum / bus_count : 0.0));
+  out << "#\n";
+  out << "# Railyard: NCCL's choice per size (algorithm/protocol, channels):\n";
+  const bool p2p = o.kind == models::CollectiveKind::AllToAll || o.kind == models::CollectiveKind::SendRecv;
+  for (const auto& row : run.rows)
+    out << fmt::format("#   {:>12} B  {}/{}  {} {}\n", row.counts.size_bytes,
+                       p2p ? std::string("p2p") : models::nccl_name(*row.call.algorithm),
+                       models::nccl_name(*row.call.protocol), row.call.channels.value_or(0),
+                       p2p ? "p2p channels at once" : "channels");
+}
+
+} // namespace railyard::sim
