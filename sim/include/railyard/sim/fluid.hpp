@@ -1,0 +1,153 @@
+// The `fluid` FlowNetwork backend: Railyard's own event-driven flow-level network on the SimGrid clock.
+//
+// Without congestion control every flow gets its max-min fair rate over the links of its path, recomputed only on the
+// links a flow event touches (and as far as rates actually change); it agrees with the `simgrid` backend. With DCQCN
+// or PFC, switch egress ports become fluid FIFO queues integrated in steps of `time_step`: senders inject at their
+// reaction point's rate (DCQCN) or as fast as their host links allow (PFC only), queues build where input exceeds
+// capacity, packets are ECN-marked with RED probability, receivers pace CNPs, and ingress counters pause upstream
+// links per priority.
+#pragma once
+
+#include "railyard/common/units.hpp"
+#include "railyard/models/cc/dcqcn.hpp"
+#include "railyard/models/cc/pfc.hpp"
+#include "railyard/sim/flow_network.hpp"
+#include "railyard/topologies/topology.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace railyard::sim {
+
+/// How a transfer picks its path among equal-cost ones.
+enum class EcmpMode {
+  PerFlow, ///< every transfer (and every QP of it) hashes anew: key = k-th flow between the pair (as `simgrid`)
+  PerQp,   ///< a static path per (src, dst, tag, qp), as a switch hashes a QP's 5-tuple
+  Spray,   ///< ideal packet spraying: every transfer spread evenly over all equal-cost paths
+};
+enum class CongestionControl { None, Dcqcn };
+
+std::string to_string(EcmpMode m);
+std::string to_string(CongestionControl c);
+
+struct FluidConfig {
+  EcmpMode ecmp = EcmpMode::PerFlow;
+  int qps_per_connection = 1;        ///< NCCL_IB_QPS_PER_CONNECTION: a transfer is split evenly over this many QPs
+  std::size_t spray_max_paths = 256; ///< Spray uses at most this many of a pair's equal-cost paths
+  CongestionControl cc = CongestionControl::None;
+  models::cc::DcqcnParams dcqcn = models::cc::dcqcn_preset("sigcomm2015");
+  models::cc::PfcParams pfc = models::cc::pfc_defaults(Bytes(4096));
+  Bytes mtu{4096};                  ///< RoCE MTU: the packet unit of ECN marking
+  Seconds time_step = units::us(1); ///< queue-model integration step (only while DCQCN or PFC is on)
+  bool record_flows = true;         ///< keep one FlowRecord per flow (flows.csv); off for very large runs
+  bool record_links = true;         ///< sample links every sample_interval (links.csv)
+  Seconds sample_interval = units::us(10);
+
+  /// Queues, marks and pauses are modelled only when DCQCN or PFC is on; otherwise rates are max-min fair.
+  [[nodiscard]] bool queues() const { return cc != CongestionControl::None || pfc.enabled; }
+};
+
+/// One flow: a transfer, or one QP (or spray path) of it.
+struct FlowRecord {
+  std::uint64_t id = 0; ///< in start order
+  int src = 0, dst = 0;
+  std::uint64_t tag = 0;
+  int qp = 0;          ///< QP index, or path index when spraying
+  double bytes = 0;
+  double start = 0;    ///< both sides posted: the flow enters the network
+  double end = 0;      ///< its last byte left the last link
+  double arrival = 0;  ///< end + path latency: the receiver has it
+  std::uint32_t path_offset = 0, hops = 0; ///< links in FluidReport::paths[path_offset, path_offset + hops)
+  [[nodiscard]] double fct() const { return arrival - start; }
+};
+
+/// One link over one sampling interval [time, time + interval). Only intervals with activity are kept.
+struct LinkSample {
+  double time = 0;
+  std::uint32_t link = 0;
+  double bytes = 0;       ///< carried in the interval
+  double utilisation = 0; ///< bytes / (capacity x interval)
+  double max_queue = 0;   ///< deepest egress queue in the interval, bytes
+  double marks = 0;       ///< ECN-marked packets (expected count: bytes / MTU x marking probability)
+  double paused = 0;      ///< seconds the link was paused (any priority)
+  std::uint32_t max_flows = 0; ///< most flows on the link at once
+};
+
+struct LinkTotals {
+  double bytes = 0;
+  double max_queue = 0;
+  double marks = 0;
+  double paused = 0;
+  double max_ingress = 0; ///< deepest PFC ingress counter of the link's downstream port
+  std::uint32_t max_flows = 0;
+  std::uint64_t flows = 0; ///< flows that crossed it
+};
+
+struct FluidStats {
+  std::uint64_t flows = 0;
+  std::uint64_t messages = 0;
+  double max_queue = 0; ///< bytes, over all egress queues
+  std::int64_t max_queue_link = -1;
+  double pause_time = 0; ///< seconds, summed over links
+  std::uint64_t pause_events = 0;
+  double ecn_marks = 0;
+  std::uint64_t cnps = 0;
+  std::uint64_t rate_decreases = 0;
+  /// Bytes that arrived at an ingress counter already above XOFF + headroom: what a real switch would drop. Zero when
+  /// the headroom covers the bytes in flight.
+  double overflow_bytes = 0;
+  std::vector<LinkTotals> links; ///< per link id
+};
+
+struct FluidReport {
+  std::vector<FlowRecord> flows;
+  std::vector<std::uint32_t> paths;
+  std::vector<LinkSample> links;
+  FluidStats stats;
+};
+
+/// One queue-model step of one egress link and priority, for observers (tests, tracing).
+struct QueueStep {
+  double t0 = 0, t1 = 0;
+  std::uint32_t link = 0;
+  int priority = 0;
+  bool paused = false;
+  double sent = 0;  ///< bytes that left the queue in [t0, t1)
+  double queue = 0; ///< bytes queued at t1
+  double ingress = 0; ///< the PFC ingress counter of this link's downstream port at t1
+};
+
+class FluidNetwork final : public FlowNetwork {
+public:
+  FluidNetwork(const topo::Topology& topology, FluidConfig config, std::uint64_t seed, bool pxn);
+  ~FluidNetwork() override;
+  FluidNetwork(const FluidNetwork&) = delete;
+  FluidNetwork& operator=(const FluidNetwork&) = delete;
+
+  [[nodiscard]] std::string name() const override { return "fluid"; }
+  void isend(int src, int dst, std::uint64_t tag, Bytes bytes) override;
+  RequestId irecv(int dst, int src, std::uint64_t tag) override;
+  RequestId timer(Seconds at) override;
+  std::size_t wait_any(const std::vector<RequestId>& requests) override;
+  void wait_sends() override;
+  [[nodiscard]] Seconds now() const override;
+  [[nodiscard]] const FlowTotals& totals() const override;
+
+  /// The 802.1p priority of transfers on connection (src, dst, tag); others use config.pfc.priority.
+  void set_priority(int src, int dst, std::uint64_t tag, int priority);
+  /// Called after every queue-model step of every busy egress link (only when queues are modelled).
+  void on_queue_step(std::function<void(const QueueStep&)> observer);
+
+  [[nodiscard]] const FluidConfig& config() const;
+  /// Flows, link samples and statistics so far; complete once the simulation has run.
+  [[nodiscard]] const FluidReport& report();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace railyard::sim

@@ -1,0 +1,704 @@
+// The fluid backend. Layout of this file:
+//   - state: links, flows, messages (transfers), requests, connections, per-actor wait records;
+//   - the actor-facing calls (isend, irecv, timer, wait_any, wait_sends), which only queue work and block;
+//   - process(t): the network's event loop, run by one SimGrid kernel timer at the date of the next event;
+//   - resolve(): incremental max-min fair rates on the links that changed (fluid_maxmin.cpp);
+//   - the queue model for DCQCN/PFC (fluid_queues.cpp) and link sampling.
+#include "fluid_network_impl.hpp"
+
+#include <simgrid/kernel/Timer.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace railyard::sim {
+namespace sg = simgrid;
+
+std::string to_string(EcmpMode m)
+{
+  switch (m) {
+  case EcmpMode::PerFlow: return "per_flow";
+  case EcmpMode::PerQp: return "per_qp";
+  case EcmpMode::Spray: return "spray";
+  }
+  return "?";
+}
+
+std::string to_string(CongestionControl c)
+{
+  switch (c) {
+  case CongestionControl::None: return "none";
+  case CongestionControl::Dcqcn: return "dcqcn";
+  }
+  return "?";
+}
+
+namespace fluid {
+
+std::uint64_t splitmix64(std::uint64_t x)
+{
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed, bool pxn)
+    : topo_(topology), cfg_(std::move(config)), seed_(seed), pxn_(pxn), queues_(cfg_.queues())
+{
+  if (cfg_.qps_per_connection < 1)
+    throw std::invalid_argument("qps_per_connection must be at least 1");
+  if (!(cfg_.time_step.value() > 0))
+    throw std::invalid_argument("time_step must be positive");
+  if (!(cfg_.sample_interval.value() > 0))
+    throw std::invalid_argument("sample_interval must be positive");
+  int max_tier = 0;
+  for (std::size_t v = 0; v < topo_.num_vertices(); ++v)
+    max_tier = std::max(max_tier, topo_.vertex(v).tier);
+  links_.resize(topo_.num_links());
+  for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
+    LinkState& l = links_[id];
+    l.capacity = topo_.link(id).bandwidth.value();
+    l.latency = topo_.link(id).latency.value();
+    const auto& from = topo_.vertex(topo_.link_source(id));
+    const auto& to = topo_.vertex(topo_.link_target(id));
+    const bool from_switch = from.kind == topo::VertexKind::Leaf || from.kind == topo::VertexKind::Spine ||
+                             from.kind == topo::VertexKind::Core;
+    // Only switch egress ports queue: NVLink and PCIe are credit-based and a NIC paces its own QPs.
+    l.queued = queues_ && from_switch;
+    // Up*/down* paths visit egress ports in this order: up by source tier, then down by target tier.
+    l.stage = to.tier > from.tier ? from.tier : 2 * max_tier - to.tier;
+    if (cfg_.pfc.enabled) {
+      l.headroom = cfg_.pfc.headroom.value() > 0
+                       ? cfg_.pfc.headroom.value()
+                       : models::cc::required_headroom(topo_.link(id).bandwidth, topo_.link(id).latency,
+                                                       cfg_.pfc.response_time, cfg_.mtu)
+                             .value();
+    }
+  }
+  report_.stats.links.resize(links_.size());
+}
+
+Net::~Net()
+{
+  if (armed_)
+    armed_->remove();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Actor-facing calls. They run in the calling actor's context: they change only this network's own state, queue the
+// work for process() and make sure a kernel timer fires at the current date to do it, after every actor runnable at
+// this date has run (so transfers posted at one date start, and share links, together).
+
+Net::ActorRec& Net::self()
+{
+  const auto pid = static_cast<std::size_t>(sg::s4u::this_actor::get_pid());
+  if (pid >= actors_.size())
+    actors_.resize(pid + 1);
+  ActorRec& a = actors_[pid];
+  if (!a.actor)
+    a.actor = sg::s4u::Actor::self();
+  return a;
+}
+
+std::uint32_t Net::self_index()
+{
+  self();
+  return static_cast<std::uint32_t>(sg::s4u::this_actor::get_pid());
+}
+
+Conn& Net::connection(int src, int dst, std::uint64_t tag)
+{
+  auto [it, inserted] = conns_.try_emplace(ConnKey{src, dst, tag});
+  if (inserted)
+    it->second.priority = cfg_.pfc.priority;
+  return it->second;
+}
+
+void Net::set_priority(int src, int dst, std::uint64_t tag, int priority)
+{
+  if (priority < 0 || priority > 7)
+    throw std::invalid_argument(fmt::format("priority {} is outside 0..7", priority));
+  connection(src, dst, tag).priority = priority;
+}
+
+std::uint32_t Net::alloc_message()
+{
+  if (!free_messages_.empty()) {
+    const std::uint32_t m = free_messages_.back();
+    free_messages_.pop_back();
+    messages_[m] = Message{};
+    return m;
+  }
+  messages_.emplace_back();
+  return static_cast<std::uint32_t>(messages_.size() - 1);
+}
+
+std::uint32_t Net::alloc_request()
+{
+  if (!free_requests_.empty()) {
+    const std::uint32_t r = free_requests_.back();
+    free_requests_.pop_back();
+    requests_[r] = Request{};
+    requests_[r].in_use = true;
+    return r;
+  }
+  requests_.emplace_back();
+  requests_.back().in_use = true;
+  return static_cast<std::uint32_t>(requests_.size() - 1);
+}
+
+void Net::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
+{
+  if (src == dst)
+    throw std::logic_error("isend: a GPU cannot send to itself through the network");
+  if (src < 0 || dst < 0 || src >= topo_.num_gpus() || dst >= topo_.num_gpus())
+    throw std::out_of_range(fmt::format("isend {} -> {}: GPUs are 0..{}", src, dst, topo_.num_gpus() - 1));
+  const std::uint32_t sender = self_index();
+  actors_[sender].outstanding++;
+  Conn& c = connection(src, dst, tag);
+  const std::uint32_t m = alloc_message();
+  Message& msg = messages_[m];
+  msg.src = src;
+  msg.dst = dst;
+  msg.tag = tag;
+  msg.bytes = std::max(0.0, bytes.value());
+  msg.sender = sender;
+  msg.priority = c.priority;
+  totals_.flows_sent++;
+  totals_.bytes_sent += msg.bytes;
+  if (c.recv_head != kNone) {
+    const std::uint32_t r = c.recv_head;
+    c.recv_head = requests_[r].next;
+    if (c.recv_head == kNone)
+      c.recv_tail = kNone;
+    match(m, r);
+  } else {
+    if (c.send_tail == kNone)
+      c.send_head = m;
+    else
+      messages_[c.send_tail].next = m;
+    c.send_tail = m;
+  }
+}
+
+RequestId Net::irecv(int dst, int src, std::uint64_t tag)
+{
+  if (src < 0 || dst < 0 || src >= topo_.num_gpus() || dst >= topo_.num_gpus())
+    throw std::out_of_range(fmt::format("irecv {} <- {}: GPUs are 0..{}", dst, src, topo_.num_gpus() - 1));
+  const std::uint32_t r = alloc_request();
+  requests_[r].owner = self_index();
+  Conn& c = connection(src, dst, tag);
+  if (c.send_head != kNone) {
+    const std::uint32_t m = c.send_head;
+    c.send_head = messages_[m].next;
+    if (c.send_head == kNone)
+      c.send_tail = kNone;
+    match(m, r);
+  } else {
+    if (c.recv_tail == kNone)
+      c.recv_head = r;
+    else
+      requests_[c.recv_tail].next = r;
+    c.recv_tail = r;
+  }
+  return r;
+}
+
+void Net::match(std::uint32_t m, std::uint32_t r)
+{
+  messages_[m].request = r;
+  messages_[m].next = kNone;
+  requests_[r].next = kNone;
+  pending_.push_back(m);
+  arm(sg::s4u::Engine::get_clock());
+}
+
+RequestId Net::timer(Seconds at)
+{
+  const std::uint32_t r = alloc_request();
+  requests_[r].owner = self_index();
+  const double t = std::max(at.value(), sg::s4u::Engine::get_clock());
+  push(t, EventKind::Timer, r, 0);
+  arm(t);
+  return r;
+}
+
+std::size_t Net::wait_any(const std::vector<RequestId>& ids)
+{
+  // By index: other actors may grow actors_ while this one is suspended.
+  const std::uint32_t me = self_index();
+  while (true) {
+    std::size_t best = ids.size();
+    double best_t = kInf;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const Request& r = requests_.at(ids[i]);
+      if (!r.in_use)
+        throw std::logic_error("wait_any: a request was already completed and forgotten");
+      if (r.done_at >= 0 && r.done_at < best_t) {
+        best_t = r.done_at;
+        best = i;
+      }
+    }
+    if (best < ids.size()) {
+      const std::uint32_t id = static_cast<std::uint32_t>(ids[best]);
+      requests_[id] = Request{};
+      free_requests_.push_back(id);
+      return best;
+    }
+    if (ids.empty())
+      throw std::logic_error("wait_any: nothing to wait for");
+    actors_[me].waiting = true;
+    sg::s4u::this_actor::suspend();
+  }
+}
+
+void Net::wait_sends()
+{
+  const std::uint32_t me = self_index();
+  while (actors_[me].outstanding > 0) {
+    actors_[me].waiting_sends = true;
+    sg::s4u::this_actor::suspend();
+  }
+}
+
+void Net::wake(std::uint32_t actor)
+{
+  ActorRec& a = actors_[actor];
+  if (a.waiting) {
+    a.waiting = false;
+    a.actor->resume();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The event loop.
+
+void Net::push(double t, EventKind kind, std::uint32_t a, std::uint32_t b)
+{
+  heap_.push_back(Event{t, seq_++, a, b, kind});
+  std::push_heap(heap_.begin(), heap_.end(), EventLater{});
+}
+
+Event Net::pop()
+{
+  std::pop_heap(heap_.begin(), heap_.end(), EventLater{});
+  Event e = heap_.back();
+  heap_.pop_back();
+  return e;
+}
+
+void Net::arm(double t)
+{
+  // One pending kernel timer at a time, at the date of the earliest thing to do.
+  if (armed_ && armed_t_ <= t)
+    return;
+  if (armed_)
+    armed_->remove();
+  armed_t_ = t;
+  armed_ = sg::kernel::timer::Timer::set(t, [this, t] {
+    armed_ = nullptr;
+    armed_t_ = kInf;
+    process(t);
+  });
+}
+
+void Net::process(double t)
+{
+  now_ = std::max(now_, t);
+  t = now_;
+  if (queues_)
+    advance_queues(t);
+  while (true) {
+    while (!heap_.empty() && heap_.front().t <= t)
+      dispatch(pop(), t);
+    if (!pending_.empty())
+      start_pending(t);
+    if (!dirty_.empty())
+      resolve(t);
+    if (heap_.empty() || heap_.front().t > t)
+      break;
+  }
+  if (queues_ && fabric_flows_ > 0 && !step_scheduled_) {
+    step_scheduled_ = true;
+    push(queue_t_ + cfg_.time_step.value(), EventKind::Step, 0, 0);
+  }
+  if (cfg_.record_links && !sample_scheduled_ && active_flows_ > 0) {
+    sample_scheduled_ = true;
+    push(sample_t_ + cfg_.sample_interval.value(), EventKind::Sample, 0, 0);
+  }
+  if (!heap_.empty())
+    arm(heap_.front().t);
+}
+
+void Net::dispatch(const Event& e, double now)
+{
+  switch (e.kind) {
+  case EventKind::FlowEnd: {
+    Flow& f = flows_[e.a];
+    if (f.active && f.version == e.b)
+      end_flow(e.a, e.t);
+    break;
+  }
+  case EventKind::Arrival: complete_message(e.a, e.t); break;
+  case EventKind::Timer: {
+    Request& r = requests_[e.a];
+    r.done_at = e.t;
+    wake(r.owner);
+    break;
+  }
+  case EventKind::Step: step_scheduled_ = false; break;
+  case EventKind::Sample:
+    sample_scheduled_ = false;
+    flush_samples(e.t);
+    break;
+  case EventKind::Cnp: on_cnp(e.a, e.b, e.t); break;
+  case EventKind::PauseOn: set_pause(e.a, static_cast<int>(e.b), true, e.t); break;
+  case EventKind::PauseOff: set_pause(e.a, static_cast<int>(e.b), false, e.t); break;
+  }
+  (void)now;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Transfers become flows.
+
+std::uint32_t Net::alloc_flow()
+{
+  std::uint32_t f;
+  if (!free_flows_.empty()) {
+    f = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    flows_.emplace_back();
+    f = static_cast<std::uint32_t>(flows_.size() - 1);
+  }
+  Flow& fl = flows_[f];
+  const std::uint32_t gen = fl.gen + 1, version = fl.version + 1;
+  fl = Flow{};
+  fl.gen = gen;
+  fl.version = version;
+  return f;
+}
+
+const std::vector<topo::Path>& Net::spray_paths(int src, int dst)
+{
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  auto it = spray_cache_.find(key);
+  if (it == spray_cache_.end())
+    it = spray_cache_.emplace(key, topo_.all_paths(src, dst, pxn_, cfg_.spray_max_paths)).first;
+  return it->second;
+}
+
+void Net::start_pending(double t)
+{
+  // Swap out first: starting a flow never posts new transfers, but keep the loop independent of that.
+  std::vector<std::uint32_t> batch;
+  batch.swap(pending_);
+  for (std::uint32_t m : batch) {
+    Message& msg = messages_[m];
+    msg.start = t;
+    ++report_.stats.messages;
+    const int q = cfg_.qps_per_connection;
+    if (cfg_.ecmp == EcmpMode::Spray) {
+      const auto& paths = spray_paths(msg.src, msg.dst);
+      const double n = static_cast<double>(paths.size()) * q;
+      for (int qp = 0; qp < q; ++qp)
+        for (std::size_t p = 0; p < paths.size(); ++p)
+          add_flow(m, paths[p], msg.bytes / n, 1.0 / static_cast<double>(paths.size()),
+                   static_cast<int>(p) + qp * static_cast<int>(paths.size()), t);
+    } else {
+      for (int qp = 0; qp < q; ++qp) {
+        std::uint64_t key;
+        if (cfg_.ecmp == EcmpMode::PerFlow) {
+          const std::uint64_t pair = (static_cast<std::uint64_t>(msg.src) << 32) | static_cast<std::uint32_t>(msg.dst);
+          key = flows_per_pair_[pair]++;
+        } else {
+          key = splitmix64(splitmix64(msg.tag) ^ static_cast<std::uint64_t>(qp));
+        }
+        add_flow(m, topo_.route(msg.src, msg.dst, key, seed_, pxn_), msg.bytes / q, 1.0, qp, t);
+      }
+    }
+  }
+}
+
+void Net::add_flow(std::uint32_t m, const topo::Path& path, double bytes, double weight, int qp, double t)
+{
+  if (path.size() > kMaxHops)
+    throw std::logic_error(fmt::format("a path of {} links is longer than the fluid backend's {}", path.size(),
+                                       kMaxHops));
+  const std::uint32_t f = alloc_flow();
+  Flow& fl = flows_[f];
+  Message& msg = messages_[m];
+  fl.active = true;
+  fl.message = m;
+  fl.bytes = fl.remaining = bytes;
+  fl.start = fl.last_t = t;
+  fl.weight = weight;
+  fl.qp = qp;
+  fl.priority = static_cast<std::int8_t>(msg.priority);
+  fl.hops = static_cast<std::uint8_t>(path.size());
+  fl.id = next_flow_id_++;
+  msg.pending++;
+  ++active_flows_;
+  ++report_.stats.flows;
+  double latency = 0;
+  bool fabric = false;
+  for (std::size_t h = 0; h < path.size(); ++h) {
+    const auto l = static_cast<std::uint32_t>(path[h]);
+    fl.links[h] = l;
+    latency += links_[l].latency;
+    fabric = fabric || links_[l].queued;
+  }
+  fl.latency = latency;
+  if (bytes <= 0) {
+    // Nothing to move: only the latency remains.
+    fl.hops_joined = false;
+    push(t, EventKind::FlowEnd, f, fl.version);
+    return;
+  }
+  fl.hops_joined = true;
+  double line = kInf;
+  for (std::size_t h = 0; h < path.size(); ++h) {
+    const std::uint32_t l = fl.links[h];
+    LinkState& ls = links_[l];
+    LinkTotals& tot = report_.stats.links[l];
+    tot.flows++;
+    tot.max_flows = std::max(tot.max_flows, ++ls.flows_now);
+    ls.s_max_flows = std::max(ls.s_max_flows, ls.flows_now);
+    touch(l);
+    if (ls.queued) {
+      fl.pos[h] = static_cast<std::uint32_t>(ls.fab.size());
+      ls.fab.push_back(Slot{f, static_cast<std::uint32_t>(h)});
+    } else {
+      fl.mm_hop[fl.n_mm++] = static_cast<std::uint8_t>(h);
+      fl.pos[h] = static_cast<std::uint32_t>(ls.mm.size());
+      ls.mm.push_back(Slot{f, static_cast<std::uint32_t>(h)});
+      mark_dirty(l);
+      line = std::min(line, ls.capacity);
+    }
+  }
+  if (fabric)
+    start_fabric_flow(f, line, t);
+}
+
+void Net::end_flow(std::uint32_t f, double t)
+{
+  Flow& fl = flows_[f];
+  if (fl.hops_joined) {
+    for (int i = 0; i < fl.n_mm; ++i) {
+      const int h = fl.mm_hop[i];
+      const std::uint32_t l = fl.links[h];
+      LinkState& ls = links_[l];
+      if (cfg_.record_links) {
+        integrate(l, now_);
+        ls.rate_sum -= fl.rate;
+      }
+      remove_slot(ls.mm, fl.pos[h], true);
+      mark_dirty(l);
+    }
+    if (fl.fab != kNone)
+      end_fabric_flow(f);
+    for (int h = 0; h < fl.hops; ++h) {
+      LinkState& ls = links_[fl.links[h]];
+      ls.flows_now--;
+      report_.stats.links[fl.links[h]].bytes += fl.bytes;
+    }
+  }
+  --active_flows_;
+  if (cfg_.record_flows) {
+    FlowRecord rec;
+    const Message& msg = messages_[fl.message];
+    rec.id = fl.id;
+    rec.src = msg.src;
+    rec.dst = msg.dst;
+    rec.tag = msg.tag;
+    rec.qp = fl.qp;
+    rec.bytes = fl.bytes;
+    rec.start = fl.start;
+    rec.end = t;
+    rec.arrival = t + fl.latency;
+    rec.path_offset = static_cast<std::uint32_t>(report_.paths.size());
+    rec.hops = fl.hops;
+    report_.paths.insert(report_.paths.end(), fl.links.begin(), fl.links.begin() + fl.hops);
+    report_.flows.push_back(rec);
+  }
+  Message& msg = messages_[fl.message];
+  msg.arrival = std::max(msg.arrival, t + fl.latency);
+  fl.active = false;
+  fl.version++;
+  free_flows_.push_back(f);
+  if (--msg.pending == 0) {
+    push(msg.arrival, EventKind::Arrival, fl.message, 0);
+    ActorRec& s = actors_[msg.sender];
+    if (--s.outstanding == 0 && s.waiting_sends) {
+      s.waiting_sends = false;
+      s.actor->resume();
+    }
+  }
+}
+
+void Net::remove_slot(std::vector<Slot>& list, std::uint32_t pos, bool mm)
+{
+  // Swap-remove, telling the moved flow its new position.
+  const Slot moved = list.back();
+  list[pos] = moved;
+  list.pop_back();
+  if (pos < list.size())
+    flows_[moved.flow].pos[moved.hop] = pos;
+  (void)mm;
+}
+
+void Net::complete_message(std::uint32_t m, double t)
+{
+  Message& msg = messages_[m];
+  Request& r = requests_[msg.request];
+  r.done_at = t;
+  totals_.flows_received++;
+  totals_.bytes_received += msg.bytes;
+  wake(r.owner);
+  free_messages_.push_back(m);
+}
+
+void Net::mark_dirty(std::uint32_t l)
+{
+  LinkState& ls = links_[l];
+  if (!ls.dirty) {
+    ls.dirty = true;
+    dirty_.push_back(l);
+  }
+}
+
+void Net::mark_flow_dirty(std::uint32_t f)
+{
+  const Flow& fl = flows_[f];
+  for (int i = 0; i < fl.n_mm; ++i)
+    mark_dirty(fl.links[fl.mm_hop[i]]);
+  if (fl.n_mm == 0)
+    lonely_dirty_.push_back(f);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Link sampling.
+
+void Net::touch(std::uint32_t l)
+{
+  LinkState& ls = links_[l];
+  if (!ls.touched) {
+    ls.touched = true;
+    touched_.push_back(l);
+  }
+}
+
+void Net::integrate(std::uint32_t l, double t)
+{
+  LinkState& ls = links_[l];
+  if (t > ls.acc_t) {
+    ls.s_bytes += ls.rate_sum * (t - ls.acc_t);
+    ls.acc_t = t;
+  }
+}
+
+void Net::flush_samples(double t)
+{
+  if (!cfg_.record_links)
+    return;
+  const double interval = t - sample_t_;
+  std::sort(touched_.begin(), touched_.end());
+  std::vector<std::uint32_t> keep;
+  for (std::uint32_t l : touched_) {
+    LinkState& ls = links_[l];
+    integrate(l, t);
+    if (ls.paused_mask != 0) {
+      ls.s_paused += t - ls.pause_mark;
+      ls.pause_mark = t;
+    }
+    if (ls.s_bytes > 0 || ls.s_max_queue > 0 || ls.s_paused > 0) {
+      LinkSample s;
+      s.time = sample_t_;
+      s.link = l;
+      s.bytes = ls.s_bytes;
+      s.utilisation = interval > 0 && ls.capacity > 0 ? ls.s_bytes / (ls.capacity * interval) : 0;
+      s.max_queue = ls.s_max_queue;
+      s.marks = ls.s_marks;
+      s.paused = ls.s_paused;
+      s.max_flows = ls.s_max_flows;
+      report_.links.push_back(s);
+    }
+    ls.s_bytes = 0;
+    ls.s_max_queue = ls.queue;
+    ls.s_marks = 0;
+    ls.s_paused = 0;
+    ls.s_max_flows = ls.flows_now;
+    ls.touched = false;
+    if (ls.flows_now > 0 || ls.queue > 0 || ls.paused_mask != 0) {
+      ls.touched = true;
+      keep.push_back(l);
+    }
+  }
+  touched_.swap(keep);
+  sample_t_ = t;
+}
+
+const FluidReport& Net::report()
+{
+  if (!finalized_) {
+    finalized_ = true;
+    const double t = std::max(now_, sample_t_);
+    if (cfg_.record_links && !touched_.empty())
+      flush_samples(t);
+    FluidStats& st = report_.stats;
+    for (std::size_t l = 0; l < links_.size(); ++l) {
+      LinkState& ls = links_[l];
+      if (ls.paused_mask != 0) {
+        st.links[l].paused += t - ls.pause_since;
+        ls.pause_since = t;
+      }
+      st.pause_time += st.links[l].paused;
+      st.ecn_marks += st.links[l].marks;
+      if (st.links[l].max_queue > st.max_queue) {
+        st.max_queue = st.links[l].max_queue;
+        st.max_queue_link = static_cast<std::int64_t>(l);
+      }
+    }
+  }
+  return report_;
+}
+
+} // namespace fluid
+
+// ---------------------------------------------------------------------------------------------------------------
+// The public class forwards to the implementation.
+
+struct FluidNetwork::Impl {
+  fluid::Net net;
+  Impl(const topo::Topology& t, FluidConfig c, std::uint64_t seed, bool pxn) : net(t, std::move(c), seed, pxn) {}
+};
+
+FluidNetwork::FluidNetwork(const topo::Topology& topology, FluidConfig config, std::uint64_t seed, bool pxn)
+    : impl_(std::make_unique<Impl>(topology, std::move(config), seed, pxn))
+{
+}
+
+FluidNetwork::~FluidNetwork() = default;
+void FluidNetwork::isend(int src, int dst, std::uint64_t tag, Bytes bytes) { impl_->net.isend(src, dst, tag, bytes); }
+RequestId FluidNetwork::irecv(int dst, int src, std::uint64_t tag) { return impl_->net.irecv(dst, src, tag); }
+RequestId FluidNetwork::timer(Seconds at) { return impl_->net.timer(at); }
+std::size_t FluidNetwork::wait_any(const std::vector<RequestId>& requests) { return impl_->net.wait_any(requests); }
+void FluidNetwork::wait_sends() { impl_->net.wait_sends(); }
+Seconds FluidNetwork::now() const { return Seconds(sg::s4u::Engine::get_clock()); }
+const FlowTotals& FluidNetwork::totals() const { return impl_->net.totals(); }
+void FluidNetwork::set_priority(int src, int dst, std::uint64_t tag, int priority)
+{
+  impl_->net.set_priority(src, dst, tag, priority);
+}
+void FluidNetwork::on_queue_step(std::function<void(const QueueStep&)> observer)
+{
+  impl_->net.on_queue_step(std::move(observer));
+}
+const FluidConfig& FluidNetwork::config() const { return impl_->net.config(); }
+const FluidReport& FluidNetwork::report() { return impl_->net.report(); }
+
+} // namespace railyard::sim

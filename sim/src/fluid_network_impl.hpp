@@ -1,0 +1,272 @@
+// Internals of the fluid backend (see railyard/sim/fluid.hpp for what it models).
+#pragma once
+
+#include "railyard/sim/fluid.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+namespace simgrid::kernel::timer {
+class Timer;
+}
+
+namespace railyard::sim::fluid {
+
+constexpr std::uint32_t kNone = 0xffffffffU;
+/// 2 NVLink (PXN) + GPU->NIC->leaf + 4 switch hops + leaf->NIC->GPU is 10; two spare.
+constexpr int kMaxHops = 12;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::uint64_t splitmix64(std::uint64_t x);
+
+enum class EventKind : std::uint8_t { FlowEnd, Arrival, Timer, Step, Sample, Cnp, PauseOn, PauseOff };
+
+/// Ordered by (time, sequence number) so ties resolve deterministically (htsim's eventlist).
+struct Event {
+  double t;
+  std::uint64_t seq;
+  std::uint32_t a, b;
+  EventKind kind;
+};
+struct EventLater {
+  bool operator()(const Event& x, const Event& y) const { return x.t > y.t || (x.t == y.t && x.seq > y.seq); }
+};
+
+/// A flow on a link: the flow and which hop of its path the link is.
+struct Slot {
+  std::uint32_t flow;
+  std::uint32_t hop;
+};
+
+struct LinkState {
+  double capacity = 0, latency = 0;
+  bool queued = false; ///< switch egress port modelled as a fluid queue (only when queues are on)
+  int stage = 0;       ///< position of this egress along up*/down* paths
+  std::vector<Slot> mm;  ///< flows whose max-min rate this link constrains
+  std::vector<Slot> fab; ///< flows queued at this egress port
+  std::uint32_t flows_now = 0;
+
+  // max-min scratch (fluid_maxmin.cpp)
+  bool dirty = false, in_r = false;
+  std::uint32_t mark = 0, stamp = 0, unfrozen = 0, in_f = 0;
+  double res = 0, wsum = 0;
+  bool bottleneck = false;
+  double bottleneck_level = kInf;
+
+  // queue model (fluid_queues.cpp)
+  double queue = 0;
+  double headroom = 0;
+  std::array<double, 8> ingress{};     ///< PFC ingress counter per priority
+  std::array<double, 8> excess{};      ///< bytes above XOFF + headroom at the last step
+  std::uint8_t paused_mask = 0, pause_pending = 0, resume_pending = 0;
+  double pause_since = 0; ///< when it became paused (any priority)
+  double pause_mark = 0;  ///< paused time counted for sampling up to here
+  bool pfc_watched = false;
+  bool in_busy = false; ///< listed in queue_order_
+
+  // sampling
+  double rate_sum = 0, acc_t = 0;
+  double s_bytes = 0, s_max_queue = 0, s_marks = 0, s_paused = 0;
+  std::uint32_t s_max_flows = 0;
+  bool touched = false;
+};
+
+struct Flow {
+  std::uint64_t id = 0;
+  std::uint32_t message = kNone;
+  std::uint32_t version = 0; ///< bumped on every rate change: older FlowEnd events are stale
+  std::uint32_t gen = 0;     ///< bumped when the slot is reused: older CNP events are stale
+  std::uint32_t fab = kNone; ///< queue-model state, when the flow crosses switch egress queues
+  double bytes = 0, remaining = 0, last_t = 0, start = 0, latency = 0;
+  double rate = 0, new_rate = 0, weight = 1, cap = kInf;
+  int qp = 0;
+  std::int8_t priority = 3;
+  std::uint8_t hops = 0, n_mm = 0;
+  bool active = false, hops_joined = false;
+  // max-min scratch
+  std::uint32_t mark = 0;
+  bool frozen = false;
+  std::array<std::uint32_t, kMaxHops> links{};
+  std::array<std::uint32_t, kMaxHops> pos{};  ///< position in that link's mm or fab list
+  std::array<std::uint8_t, kMaxHops> mm_hop{}; ///< hops whose links constrain the max-min rate
+};
+
+/// Queue-model state of one flow (DCQCN/PFC on).
+struct FabricFlow {
+  std::uint32_t flow = kNone;
+  std::uint8_t nq = 0;
+  std::array<std::uint8_t, kMaxHops> qhop{};  ///< path hops of its queued links, in order
+  std::array<double, kMaxHops> backlog{};     ///< bytes of this flow queued at each queued hop
+  std::array<double, kMaxHops> arriving{};    ///< bytes reaching each queued hop during the current step
+  double injected = 0, delivered = 0, last_delivery = 0;
+  bool cc = false;
+  models::cc::ReactionPoint rp;
+  double hazard = 0, threshold = 1, last_cnp = -kInf;
+  std::uint64_t rng = 0;
+};
+
+struct Message {
+  int src = 0, dst = 0;
+  std::uint64_t tag = 0;
+  double bytes = 0, start = 0, arrival = 0;
+  std::uint32_t request = kNone, next = kNone, sender = kNone, pending = 0;
+  int priority = 3;
+};
+
+struct Request {
+  double done_at = -1;
+  std::uint32_t owner = kNone, next = kNone;
+  bool in_use = false;
+};
+
+struct ConnKey {
+  int src, dst;
+  std::uint64_t tag;
+  bool operator==(const ConnKey&) const = default;
+};
+struct ConnHash {
+  std::size_t operator()(const ConnKey& k) const
+  {
+    return splitmix64((static_cast<std::uint64_t>(k.src) << 32 | static_cast<std::uint32_t>(k.dst)) ^
+                      splitmix64(k.tag));
+  }
+};
+/// Transfers and receives waiting for their match on one (src, dst, tag) connection, as FIFO lists.
+struct Conn {
+  std::uint32_t send_head = kNone, send_tail = kNone, recv_head = kNone, recv_tail = kNone;
+  int priority = 3;
+};
+
+class Net {
+public:
+  Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed, bool pxn);
+  ~Net();
+  Net(const Net&) = delete;
+  Net& operator=(const Net&) = delete;
+
+  void isend(int src, int dst, std::uint64_t tag, Bytes bytes);
+  RequestId irecv(int dst, int src, std::uint64_t tag);
+  RequestId timer(Seconds at);
+  std::size_t wait_any(const std::vector<RequestId>& ids);
+  void wait_sends();
+  void set_priority(int src, int dst, std::uint64_t tag, int priority);
+  void on_queue_step(std::function<void(const QueueStep&)> observer) { observer_ = std::move(observer); }
+  [[nodiscard]] const FlowTotals& totals() const { return totals_; }
+  [[nodiscard]] const FluidConfig& config() const { return cfg_; }
+  const FluidReport& report();
+
+private:
+  struct ActorRec {
+    simgrid::s4u::Actor* actor = nullptr;
+    bool waiting = false, waiting_sends = false;
+    std::uint32_t outstanding = 0;
+  };
+
+  ActorRec& self();
+  std::uint32_t self_index();
+  Conn& connection(int src, int dst, std::uint64_t tag);
+  std::uint32_t alloc_message();
+  std::uint32_t alloc_request();
+  std::uint32_t alloc_flow();
+  void match(std::uint32_t message, std::uint32_t request);
+  void wake(std::uint32_t actor);
+
+  void push(double t, EventKind kind, std::uint32_t a, std::uint32_t b);
+  Event pop();
+  void arm(double t);
+  void process(double t);
+  void dispatch(const Event& e, double now);
+
+  const std::vector<topo::Path>& spray_paths(int src, int dst);
+  void start_pending(double t);
+  void add_flow(std::uint32_t message, const topo::Path& path, double bytes, double weight, int qp, double t);
+  void end_flow(std::uint32_t f, double t);
+  void remove_slot(std::vector<Slot>& list, std::uint32_t pos, bool mm);
+  void complete_message(std::uint32_t m, double t);
+  void mark_dirty(std::uint32_t link);
+  void mark_flow_dirty(std::uint32_t f);
+
+  // fluid_maxmin.cpp
+  void resolve(double t);
+  [[nodiscard]] double effective_cap(const Flow& f) const;
+  void commit(std::uint32_t f, double t);
+
+  // fluid_queues.cpp
+  void start_fabric_flow(std::uint32_t f, double line_rate, double t);
+  void end_fabric_flow(std::uint32_t f);
+  void advance_queues(double t);
+  void queue_step(double t0, double t1);
+  void on_cnp(std::uint32_t f, std::uint32_t gen, double t);
+  void set_pause(std::uint32_t link, int priority, bool on, double t);
+  void rebuild_queue_order();
+
+  // sampling
+  void touch(std::uint32_t link);
+  void integrate(std::uint32_t link, double t);
+  void flush_samples(double t);
+
+  const topo::Topology& topo_;
+  FluidConfig cfg_;
+  std::uint64_t seed_;
+  bool pxn_;
+  bool queues_;
+  FlowTotals totals_;
+  FluidReport report_;
+  bool finalized_ = false;
+  std::function<void(const QueueStep&)> observer_;
+
+  std::vector<LinkState> links_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_flows_;
+  std::vector<Message> messages_;
+  std::vector<std::uint32_t> free_messages_;
+  std::vector<Request> requests_;
+  std::vector<std::uint32_t> free_requests_;
+  std::vector<ActorRec> actors_; ///< by SimGrid pid
+  std::unordered_map<ConnKey, Conn, ConnHash> conns_;
+  std::unordered_map<std::uint64_t, std::uint64_t> flows_per_pair_;
+  std::unordered_map<std::uint64_t, std::vector<topo::Path>> spray_cache_;
+  std::uint64_t next_flow_id_ = 0;
+  std::uint64_t active_flows_ = 0;
+
+  std::vector<Event> heap_;
+  std::uint64_t seq_ = 0;
+  simgrid::kernel::timer::Timer* armed_ = nullptr;
+  double armed_t_ = kInf;
+  double now_ = 0;
+  std::vector<std::uint32_t> pending_; ///< matched transfers to start at the next process()
+
+  // max-min
+  std::vector<std::uint32_t> dirty_;
+  std::vector<std::uint32_t> lonely_dirty_; ///< flows with a changed cap and no max-min link
+  std::vector<std::uint32_t> r_, f_, l_, expand_;
+  struct FillEntry {
+    double level;
+    std::uint32_t id, stamp;
+    bool flow;
+  };
+  std::vector<FillEntry> fill_;
+  std::uint32_t epoch_ = 0;
+
+  // queue model
+  std::vector<FabricFlow> fab_;
+  std::vector<std::uint32_t> free_fab_;
+  std::uint64_t fabric_flows_ = 0;
+  double queue_t_ = 0;
+  bool step_scheduled_ = false;
+  std::vector<std::uint32_t> queue_order_; ///< busy queued links by (stage, id)
+  bool queue_order_dirty_ = false;
+  std::vector<std::uint32_t> pfc_watch_;  ///< links with a nonzero ingress counter or a pause state
+
+  // sampling
+  std::vector<std::uint32_t> touched_;
+  double sample_t_ = 0;
+  bool sample_scheduled_ = false;
+};
+
+} // namespace railyard::sim::fluid

@@ -1,0 +1,339 @@
+// The queue model, used when DCQCN or PFC is on.
+//
+// Flows that cross switch egress ports inject at their max-min rate over the host-side links (NVLink, PCIe, the NIC
+// port), capped by their DCQCN reaction point. In each step of at most `time_step`, every busy egress port, in
+// up*/down* order so a step's departures feed the next hop in the same step, serves capacity x dt among the bytes of
+// its unpaused flows in proportion to what each has there (a fluid FIFO). Departing bytes are ECN-marked with the RED
+// probability of the queue they left; a flow's marks form a Poisson-like process whose first arrival after the
+// receiver's CNP interval triggers a CNP (an exponential threshold on the accumulated hazard -ln(1 - p) per packet,
+// so a window sees at least one mark with probability 1 - prod(1 - p)). Per ingress port and priority the switch
+// counts the bytes that came in there and still wait in its egress queues; above XOFF it pauses the upstream egress
+// after the cable latency plus response time, below XON it resumes it.
+#include "fluid_network_impl.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace railyard::sim::fluid {
+
+namespace {
+
+double next_exponential(std::uint64_t& state)
+{
+  state += 0x9e3779b97f4a7c15ULL;
+  const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+  return -std::log1p(-u);
+}
+
+int queue_index(const FabricFlow& f, std::uint32_t hop)
+{
+  for (int k = 0; k < f.nq; ++k)
+    if (f.qhop[k] == hop)
+      return k;
+  return -1;
+}
+
+} // namespace
+
+void Net::start_fabric_flow(std::uint32_t f, double line_rate, double t)
+{
+  std::uint32_t idx;
+  if (!free_fab_.empty()) {
+    idx = free_fab_.back();
+    free_fab_.pop_back();
+  } else {
+    fab_.emplace_back();
+    idx = static_cast<std::uint32_t>(fab_.size() - 1);
+  }
+  FabricFlow& q = fab_[idx];
+  q = FabricFlow{};
+  Flow& fl = flows_[f];
+  q.flow = f;
+  fl.fab = idx;
+  for (int h = 0; h < fl.hops; ++h)
+    if (links_[fl.links[h]].queued) {
+      q.qhop[q.nq++] = static_cast<std::uint8_t>(h);
+      LinkState& ls = links_[fl.links[h]];
+      if (!ls.in_busy) {
+        ls.in_busy = true;
+        queue_order_.push_back(fl.links[h]);
+      }
+    }
+  q.cc = cfg_.cc == CongestionControl::Dcqcn;
+  if (q.cc) {
+    q.rp = models::cc::ReactionPoint(cfg_.dcqcn, BytesPerSec(line_rate), Seconds(t));
+    fl.cap = q.rp.rate().value();
+  }
+  q.rng = splitmix64(seed_ ^ splitmix64(fl.id + 0x5bd1e995ULL));
+  q.threshold = next_exponential(q.rng);
+  if (fabric_flows_++ == 0)
+    queue_t_ = t;
+  queue_order_dirty_ = true;
+}
+
+void Net::end_fabric_flow(std::uint32_t f)
+{
+  Flow& fl = flows_[f];
+  FabricFlow& q = fab_[fl.fab];
+  for (int k = 0; k < q.nq; ++k) {
+    const int h = q.qhop[k];
+    remove_slot(links_[fl.links[h]].fab, fl.pos[h], false);
+  }
+  if (q.cc)
+    report_.stats.rate_decreases += static_cast<std::uint64_t>(q.rp.decreases());
+  q.flow = kNone;
+  free_fab_.push_back(fl.fab);
+  fl.fab = kNone;
+  --fabric_flows_;
+  queue_order_dirty_ = true;
+}
+
+void Net::rebuild_queue_order()
+{
+  std::vector<std::uint32_t> busy;
+  for (std::uint32_t l : queue_order_) {
+    if (links_[l].fab.empty())
+      links_[l].in_busy = false;
+    else
+      busy.push_back(l);
+  }
+  std::sort(busy.begin(), busy.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return links_[a].stage != links_[b].stage ? links_[a].stage < links_[b].stage : a < b;
+  });
+  queue_order_.swap(busy);
+  queue_order_dirty_ = false;
+}
+
+void Net::advance_queues(double t)
+{
+  if (fabric_flows_ == 0) {
+    queue_t_ = std::max(queue_t_, t);
+    return;
+  }
+  while (queue_t_ < t && fabric_flows_ > 0) {
+    const double t1 = std::min(t, queue_t_ + cfg_.time_step.value());
+    queue_step(queue_t_, t1);
+    queue_t_ = t1;
+  }
+  queue_t_ = std::max(queue_t_, t);
+}
+
+void Net::queue_step(double t0, double t1)
+{
+  const double dt = t1 - t0;
+  if (!(dt > 0))
+    return;
+  if (queue_order_dirty_)
+    rebuild_queue_order();
+  const auto& dc = cfg_.dcqcn;
+  const double mtu = cfg_.mtu.value();
+  FluidStats& st = report_.stats;
+
+  // Injection: each sender pushes its rate's worth into its first egress queue.
+  for (FabricFlow& q : fab_) {
+    if (q.flow == kNone)
+      continue;
+    Flow& fl = flows_[q.flow];
+    double inj = std::min(fl.rate * dt, fl.bytes - q.injected);
+    if (inj < 0)
+      inj = 0;
+    q.injected += inj;
+    q.arriving[0] += inj;
+    if (q.cc && q.rp.advance(dc, Seconds(t1), Bytes(inj))) {
+      fl.cap = q.rp.rate().value();
+      mark_flow_dirty(q.flow);
+    }
+  }
+
+  // Egress queues, upstream first.
+  for (std::uint32_t l : queue_order_) {
+    LinkState& ls = links_[l];
+    std::array<double, 8> sent_p{}, queue_p{};
+    std::uint8_t present = 0;
+    double offered = 0;
+    for (const Slot& s : ls.fab) {
+      const Flow& fl = flows_[s.flow];
+      const FabricFlow& q = fab_[fl.fab];
+      const int k = queue_index(q, s.hop);
+      if (!((ls.paused_mask >> fl.priority) & 1U))
+        offered += q.backlog[k] + q.arriving[k];
+    }
+    const double service = ls.capacity * dt;
+    const double ratio = offered > service ? service / offered : 1.0;
+    const double p = cfg_.cc == CongestionControl::Dcqcn ? models::cc::marking_probability(dc, Bytes(ls.queue)) : 0.0;
+    const double hazard = p <= 0 ? 0.0 : (p >= 1 ? kInf : -std::log1p(-p));
+    double sent = 0, queued = 0;
+    for (const Slot& s : ls.fab) {
+      Flow& fl = flows_[s.flow];
+      FabricFlow& q = fab_[fl.fab];
+      const int k = queue_index(q, s.hop);
+      const bool paused = (ls.paused_mask >> fl.priority) & 1U;
+      const double have = q.backlog[k] + q.arriving[k];
+      const double dep = paused ? 0.0 : have * ratio;
+      q.backlog[k] = have - dep;
+      q.arriving[k] = 0;
+      queued += q.backlog[k];
+      sent += dep;
+      const int prio = fl.priority;
+      present |= static_cast<std::uint8_t>(1U << prio);
+      sent_p[prio] += dep;
+      queue_p[prio] += q.backlog[k];
+      if (k + 1 < q.nq) {
+        q.arriving[k + 1] += dep;
+      } else {
+        q.delivered += dep;
+        q.last_delivery = dep;
+      }
+      if (dep > 0 && hazard > 0)
+        q.hazard += hazard == kInf ? kInf : dep / mtu * hazard;
+    }
+    ls.queue = queued;
+    ls.s_bytes += sent;
+    ls.s_max_queue = std::max(ls.s_max_queue, queued);
+    const double marks = sent / mtu * p;
+    ls.s_marks += marks;
+    LinkTotals& tot = st.links[l];
+    tot.marks += marks;
+    tot.max_queue = std::max(tot.max_queue, queued);
+    touch(l);
+    if (observer_)
+      for (int prio = 0; prio < 8; ++prio)
+        if ((present >> prio) & 1U)
+          observer_(QueueStep{t0, t1, l, prio, static_cast<bool>((ls.paused_mask >> prio) & 1U), sent_p[prio],
+                              queue_p[prio], 0.0});
+  }
+
+  // Notification points: the first mark after the CNP interval sends a CNP; it reaches the sender about one round
+  // trip later (the marked packet's way to the receiver, the CNP's way back).
+  if (cfg_.cc == CongestionControl::Dcqcn)
+    for (FabricFlow& q : fab_) {
+      if (q.flow == kNone || q.hazard < q.threshold)
+        continue;
+      const Flow& fl = flows_[q.flow];
+      if (t1 - q.last_cnp >= dc.cnp_interval.value()) {
+        q.last_cnp = t1;
+        push(t1 + 2 * fl.latency, EventKind::Cnp, q.flow, fl.gen);
+        st.cnps++;
+      }
+      q.hazard = 0;
+      q.threshold = next_exponential(q.rng);
+    }
+
+  // PFC ingress counters: bytes queued at a flow's egress hop came in over the hop before it.
+  if (cfg_.pfc.enabled) {
+    for (std::uint32_t l : pfc_watch_)
+      links_[l].ingress.fill(0);
+    for (std::uint32_t l : queue_order_)
+      for (const Slot& s : links_[l].fab) {
+        const Flow& fl = flows_[s.flow];
+        const FabricFlow& q = fab_[fl.fab];
+        const std::uint32_t in = fl.links[s.hop - 1];
+        LinkState& is = links_[in];
+        if (!is.pfc_watched) {
+          is.pfc_watched = true;
+          is.ingress.fill(0);
+          pfc_watch_.push_back(in);
+        }
+        is.ingress[fl.priority] += q.backlog[queue_index(q, s.hop)];
+      }
+    const auto& pfc = cfg_.pfc;
+    std::vector<std::uint32_t> keep;
+    for (std::uint32_t in : pfc_watch_) {
+      LinkState& is = links_[in];
+      bool busy = is.paused_mask != 0 || is.pause_pending != 0 || is.resume_pending != 0;
+      for (int prio = 0; prio < 8; ++prio) {
+        const double occ = is.ingress[prio];
+        const auto bit = static_cast<std::uint8_t>(1U << prio);
+        busy = busy || occ > 0;
+        const double excess = std::max(0.0, occ - (pfc.xoff.value() + is.headroom));
+        if (excess > is.excess[prio])
+          st.overflow_bytes += excess - is.excess[prio];
+        is.excess[prio] = excess;
+        LinkTotals& tot = st.links[in];
+        tot.max_ingress = std::max(tot.max_ingress, occ);
+        const bool want_pause = ((is.paused_mask | is.pause_pending) & bit) && !(is.resume_pending & bit);
+        if (occ > pfc.xoff.value() && !want_pause) {
+          is.resume_pending &= static_cast<std::uint8_t>(~bit);
+          if (!(is.paused_mask & bit)) {
+            is.pause_pending |= bit;
+            push(t1 + is.latency + pfc.response_time.value(), EventKind::PauseOn, in, static_cast<std::uint32_t>(prio));
+          }
+        } else if (occ < pfc.xon.value() && want_pause) {
+          is.resume_pending |= bit;
+          push(t1 + is.latency, EventKind::PauseOff, in, static_cast<std::uint32_t>(prio));
+        }
+      }
+      if (busy)
+        keep.push_back(in);
+      else
+        is.pfc_watched = false;
+    }
+    pfc_watch_.swap(keep);
+  }
+
+  // Flows whose last byte left the last queue end inside this step, at the time that byte left.
+  for (std::size_t i = 0; i < fab_.size(); ++i) {
+    FabricFlow& q = fab_[i];
+    if (q.flow == kNone)
+      continue;
+    const Flow& fl = flows_[q.flow];
+    if (q.injected < fl.bytes || q.delivered < fl.bytes * (1 - 1e-12))
+      continue;
+    double frac = 1;
+    if (q.last_delivery > 0)
+      frac = std::clamp((fl.bytes - (q.delivered - q.last_delivery)) / q.last_delivery, 0.0, 1.0);
+    end_flow(q.flow, t0 + frac * dt);
+  }
+}
+
+void Net::on_cnp(std::uint32_t f, std::uint32_t gen, double t)
+{
+  Flow& fl = flows_[f];
+  if (!fl.active || fl.gen != gen || fl.fab == kNone)
+    return;
+  FabricFlow& q = fab_[fl.fab];
+  if (!q.cc)
+    return;
+  q.rp.advance(cfg_.dcqcn, Seconds(t), Bytes(0));
+  q.rp.on_cnp(cfg_.dcqcn, Seconds(t));
+  fl.cap = q.rp.rate().value();
+  mark_flow_dirty(f);
+}
+
+void Net::set_pause(std::uint32_t l, int priority, bool on, double t)
+{
+  LinkState& ls = links_[l];
+  const auto bit = static_cast<std::uint8_t>(1U << priority);
+  LinkTotals& tot = report_.stats.links[l];
+  if (on) {
+    if (!(ls.pause_pending & bit))
+      return;
+    ls.pause_pending &= static_cast<std::uint8_t>(~bit);
+    if (ls.paused_mask & bit)
+      return;
+    if (ls.paused_mask == 0) {
+      ls.pause_since = t;
+      ls.pause_mark = t;
+    }
+    ls.paused_mask |= bit;
+    report_.stats.pause_events++;
+  } else {
+    if (!(ls.resume_pending & bit))
+      return;
+    ls.resume_pending &= static_cast<std::uint8_t>(~bit);
+    ls.pause_pending &= static_cast<std::uint8_t>(~bit);
+    if (!(ls.paused_mask & bit))
+      return;
+    ls.paused_mask &= static_cast<std::uint8_t>(~bit);
+    if (ls.paused_mask == 0) {
+      tot.paused += t - ls.pause_since;
+      ls.s_paused += t - std::max(ls.pause_mark, sample_t_);
+      ls.pause_mark = t;
+    }
+  }
+  touch(l);
+  if (!ls.queued)
+    mark_dirty(l);
+}
+
+} // namespace railyard::sim::fluid
