@@ -15,14 +15,16 @@ std::string to_string(Backend b)
 {
   switch (b) {
   case Backend::SimGrid: return "simgrid";
+  case Backend::Fluid: return "fluid";
   }
   return "?";
 }
 
 struct Simulation::Impl {
   std::unique_ptr<sg::s4u::Engine> engine;
-  EcmpZone* zone = nullptr; // owned by SimGrid's engine
-  std::unique_ptr<SimGridNetwork> network;
+  std::vector<sg::s4u::Host*> hosts; // one per GPU, owned by SimGrid's engine
+  std::unique_ptr<FlowNetwork> network;
+  FluidNetwork* fluid = nullptr; // the same object as network when the backend is fluid
   std::vector<sg::s4u::ActorPtr> actors;
   int finished = 0;
 };
@@ -45,18 +47,34 @@ Simulation::Simulation(const topo::Topology& topology, SimulationConfig config)
   argv.push_back(nullptr);
   int argc = static_cast<int>(args.size());
   impl_->engine = std::make_unique<sg::s4u::Engine>(&argc, argv.data());
-  impl_->zone = new EcmpZone(topology_, config_.seed, config_.pxn);
-  impl_->zone->build();
-  impl_->network = std::make_unique<SimGridNetwork>(topology_, config_.pxn, *impl_->zone);
+  if (config_.backend == Backend::SimGrid) {
+    auto* zone = new EcmpZone(topology_, config_.seed, config_.pxn);
+    zone->build();
+    impl_->hosts = zone->hosts();
+    impl_->network = std::make_unique<SimGridNetwork>(topology_, config_.pxn, *zone);
+  } else {
+    // The fluid network moves the bytes itself: SimGrid only needs a host per GPU for the actors, no links, no routes.
+    auto* zone = sg::s4u::create_empty_zone("railyard");
+    impl_->hosts.reserve(static_cast<std::size_t>(topology_.num_gpus()));
+    for (int g = 0; g < topology_.num_gpus(); ++g)
+      impl_->hosts.push_back(zone->create_host(topology_.vertex(topology_.gpu_vertex(g)).name, 1e15)->seal());
+    zone->seal();
+    auto fluid = std::make_unique<FluidNetwork>(topology_, config_.fluid, config_.seed, config_.pxn);
+    impl_->fluid = fluid.get();
+    impl_->network = std::move(fluid);
+  }
 }
 
 Simulation::~Simulation() = default;
 
 FlowNetwork& Simulation::network() { return *impl_->network; }
 
+FluidNetwork* Simulation::fluid() { return impl_->fluid; }
+
 void Simulation::spawn(int gpu, const std::string& name, std::function<void()> body)
 {
-  impl_->actors.push_back(sg::s4u::Actor::create(name, impl_->zone->host(gpu), [this, b = std::move(body)] {
+  impl_->actors.push_back(sg::s4u::Actor::create(name, impl_->hosts.at(static_cast<std::size_t>(gpu)),
+                                                  [this, b = std::move(body)] {
     b();
     impl_->network->wait_sends();
     ++impl_->finished;

@@ -3,7 +3,9 @@
 // once; tests run each case in its own process (CTest does).
 #pragma once
 
+#include "railyard/common/yaml.hpp"
 #include "railyard/sim/flow_network.hpp"
+#include "railyard/sim/fluid.hpp"
 #include "railyard/topologies/topology.hpp"
 
 #include <cstdint>
@@ -13,16 +15,24 @@
 
 namespace railyard::sim {
 
-enum class Backend { SimGrid };
+/// `simgrid`: SimGrid comms over the platform built from the topology, the max-min reference. `fluid`: Railyard's own
+/// flow-level network (fluid.hpp), the fast path at scale and the only one with congestion control.
+enum class Backend { SimGrid, Fluid };
 
 struct SimulationConfig {
   Backend backend = Backend::SimGrid;
   std::uint64_t seed = 1;     ///< ECMP hashing seed
   bool pxn = true;            ///< NCCL's PXN: cross-rail inter-node flows cross NVLink first (NCCL_PXN_DISABLE=0)
   double time_precision = 1e-9; ///< SimGrid surf/precision (seconds); see DESIGN.md for the speed trade-off
+  FluidConfig fluid;            ///< ECMP mode, QPs, congestion control and outputs of the fluid backend
 };
 
 std::string to_string(Backend b);
+
+/// Reads a scenario's `network:` section into `config`: backend, pxn, time_precision, and for the fluid backend ecmp,
+/// qps_per_connection, spray_max_paths, cc, dcqcn, pfc, mtu, time_step and outputs. Fluid-only fields under the
+/// simgrid backend, unknown names and out-of-range values are InputErrors naming the field.
+void parse_network(const YamlNode& network, SimulationConfig& config);
 
 class Simulation {
 public:
@@ -32,6 +42,8 @@ public:
   Simulation& operator=(const Simulation&) = delete;
 
   [[nodiscard]] FlowNetwork& network();
+  /// The fluid backend's own interface (priorities, queue observers, report); null with the simgrid backend.
+  [[nodiscard]] FluidNetwork* fluid();
   [[nodiscard]] const topo::Topology& topology() const { return topology_; }
   [[nodiscard]] const SimulationConfig& config() const { return config_; }
 

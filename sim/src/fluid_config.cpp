@@ -1,0 +1,108 @@
+// The `network:` section of a scenario: which backend moves the bytes and, for the fluid one, path choice, congestion
+// control, PFC and what it records.
+#include "railyard/sim/simulation.hpp"
+
+#include <fmt/format.h>
+
+namespace railyard::sim {
+
+void parse_network(const YamlNode& net, SimulationConfig& config)
+{
+  net.expect_keys({"backend", "pxn", "time_precision", "ecmp", "qps_per_connection", "spray_max_paths", "cc",
+                   "dcqcn", "pfc", "mtu", "time_step", "outputs"});
+  if (auto b = net.get("backend")) {
+    const std::string name = b->as_string();
+    if (name == "simgrid")
+      config.backend = Backend::SimGrid;
+    else if (name == "fluid")
+      config.backend = Backend::Fluid;
+    else
+      b->fail(fmt::format("unknown network backend '{}'", name),
+              "use 'simgrid' (SimGrid's max-min solver, the reference) or 'fluid' (Railyard's flow-level network: "
+              "faster at scale, with DCQCN and PFC)");
+  }
+  config.pxn = net.bool_or("pxn", true);
+  if (auto p = net.get("time_precision")) {
+    const double v = p->as_double();
+    if (!(v > 0 && v <= 1e-5))
+      p->fail(fmt::format("time_precision {} is outside (0, 1e-5]", v),
+              "use 1e-9 (exact) up to 1e-6 (faster); 1e-5 already moves results by ~3% (DESIGN.md)");
+    config.time_precision = v;
+  }
+
+  FluidConfig& f = config.fluid;
+  // Everything below is the fluid backend's; with simgrid it would be silently ignored, so refuse it.
+  for (const char* key : {"ecmp", "qps_per_connection", "spray_max_paths", "cc", "dcqcn", "pfc", "mtu", "time_step",
+                          "outputs"})
+    if (auto n = net.get(key); n && config.backend != Backend::Fluid)
+      n->fail(fmt::format("'{}' needs the fluid backend: the simgrid backend hashes every transfer anew and has no "
+                          "congestion control, queues or flow records",
+                          key),
+              "add 'backend: fluid' to this network section, or remove this field");
+  if (auto e = net.get("ecmp")) {
+    const std::string m = e->as_string();
+    if (m == "per_flow")
+      f.ecmp = EcmpMode::PerFlow;
+    else if (m == "per_qp")
+      f.ecmp = EcmpMode::PerQp;
+    else if (m == "spray")
+      f.ecmp = EcmpMode::Spray;
+    else
+      e->fail(fmt::format("unknown ECMP mode '{}'", m),
+              "use per_flow (every transfer hashes anew), per_qp (a fixed path per QP) or spray (ideal spreading "
+              "over all equal-cost paths)");
+  }
+  if (auto q = net.get("qps_per_connection")) {
+    const auto v = q->as_int();
+    if (v < 1 || v > 128)
+      q->fail(fmt::format("qps_per_connection = {} is outside 1..128", v),
+              "give NCCL_IB_QPS_PER_CONNECTION's value: 1 (default) to 128");
+    f.qps_per_connection = static_cast<int>(v);
+  }
+  if (auto s = net.get("spray_max_paths")) {
+    const auto v = s->as_int();
+    if (v < 1)
+      s->fail("spray_max_paths must be at least 1", "give how many equal-cost paths spraying may use, e.g. 256");
+    f.spray_max_paths = static_cast<std::size_t>(v);
+  }
+  if (auto m = net.get("mtu")) {
+    f.mtu = m->as_bytes();
+    if (f.mtu.value() < 256 || f.mtu.value() > 9216)
+      m->fail(fmt::format("mtu = {} B is outside 256..9216", f.mtu.value()), "RoCE uses 1024, 2048 or 4096 bytes");
+  }
+  if (auto c = net.get("cc")) {
+    const std::string name = c->as_string();
+    if (name == "none")
+      f.cc = CongestionControl::None;
+    else if (name == "dcqcn")
+      f.cc = CongestionControl::Dcqcn;
+    else
+      c->fail(fmt::format("unknown congestion control '{}'", name), "use none (max-min sharing) or dcqcn");
+  }
+  if (auto d = net.get("dcqcn")) {
+    if (f.cc != CongestionControl::Dcqcn)
+      d->fail("a dcqcn section is given but cc is not dcqcn", "add 'cc: dcqcn' to the network section");
+    f.dcqcn = models::cc::parse_dcqcn(*d);
+  }
+  f.pfc = models::cc::pfc_defaults(f.mtu);
+  if (auto p = net.get("pfc"))
+    f.pfc = models::cc::parse_pfc(*p, f.mtu);
+  if (auto t = net.get("time_step")) {
+    f.time_step = t->as_seconds();
+    if (!(f.time_step.value() > 0 && f.time_step.value() <= 1e-4))
+      t->fail(fmt::format("time_step = {} s is outside (0, 100 us]", f.time_step.value()),
+              "give the queue model's step, e.g. '1 us' (DCQCN's timers are tens of microseconds)");
+  }
+  if (auto o = net.get("outputs")) {
+    o->expect_keys({"flows", "links", "sample_interval"});
+    f.record_flows = o->bool_or("flows", true);
+    f.record_links = o->bool_or("links", true);
+    if (auto s = o->get("sample_interval")) {
+      f.sample_interval = s->as_seconds();
+      if (!(f.sample_interval.value() > 0))
+        s->fail("sample_interval must be positive", "give a time such as '10 us'");
+    }
+  }
+}
+
+} // namespace railyard::sim
