@@ -55,7 +55,7 @@ void EcmpZone::get_local_route(const sg::kernel::routing::NetPoint* src, const s
 }
 
 SimGridNetwork::SimGridNetwork(const topo::Topology& topology, bool pxn, const EcmpZone& zone)
-    : topology_(topology), pxn_(pxn), base_latency_(zone.base_latency()), sends_(zone.hosts().size())
+    : topology_(topology), pxn_(pxn), base_latency_(zone.base_latency())
 {
   for (std::size_t g = 0; g < zone.hosts().size(); ++g)
     gpu_of_host_[zone.hosts()[g]] = static_cast<int>(g);
@@ -114,7 +114,7 @@ void SimGridNetwork::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
   const auto size = static_cast<std::uint64_t>(std::max(0.0, bytes.value()));
   // The payload pointer carries the simulated size itself, so the receiver can account for the bytes it got.
   void* payload = reinterpret_cast<void*>(static_cast<std::uintptr_t>(size));
-  sends_[src].push_back(mailbox(src, dst, tag)->put_async(payload, size));
+  sends_[sg::s4u::this_actor::get_pid()].push_back(mailbox(src, dst, tag)->put_async(payload, size));
   totals_.flows_sent++;
   totals_.bytes_sent += static_cast<double>(size);
 }
@@ -139,7 +139,7 @@ std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
 {
   std::vector<sg::s4u::CommPtr> comms;
   std::vector<std::size_t> comm_pos;
-  auto& my_sends = sends_[gpu_of_host_.at(sg::s4u::this_actor::get_host())];
+  auto& my_sends = sends_[sg::s4u::this_actor::get_pid()];
   while (true) {
     // The earliest request whose completion time is known.
     std::size_t best = ids.size();
@@ -195,12 +195,14 @@ std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
 
 void SimGridNetwork::wait_sends()
 {
-  auto& my_sends = sends_[gpu_of_host_.at(sg::s4u::this_actor::get_host())];
+  const auto me = sg::s4u::this_actor::get_pid();
+  auto& my_sends = sends_[me];
   while (!my_sends.empty()) {
     const auto done = static_cast<std::size_t>(sg::s4u::Comm::wait_any(my_sends));
     my_sends[done] = my_sends.back();
     my_sends.pop_back();
   }
+  sends_.erase(me);
 }
 
 Seconds SimGridNetwork::now() const { return Seconds(sg::s4u::Engine::get_clock()); }

@@ -76,10 +76,12 @@ private:
   std::unordered_map<std::uint64_t, simgrid::s4u::Mailbox*> mailboxes_;
 
   std::unordered_map<std::uint64_t, double> latencies_;
-  /// Each GPU's sends still in flight, reaped by its own actor in wait_any(). SimGrid 3.32 keeps a comm in its
+  /// Each actor's sends still in flight, reaped by that actor in wait_any(). SimGrid 3.32 keeps a comm in its
   /// sender's activity list until the sender waits on it, and removes entries with a linear search; detached sends
-  /// (removed by the receiver from that list) made a 512-GPU ring spend a fifth of its time in that search.
-  std::vector<std::vector<simgrid::s4u::CommPtr>> sends_;
+  /// (removed by the receiver from that list) made a 512-GPU ring spend a fifth of its time in that search. Keyed by
+  /// actor, not by GPU: a workload replay runs one actor per CUDA stream, and two actors of one GPU waiting on one
+  /// shared list would each remove what the other reaped.
+  std::unordered_map<aid_t, std::vector<simgrid::s4u::CommPtr>> sends_;
   std::unordered_map<const simgrid::s4u::Host*, int> gpu_of_host_;
   std::deque<Request> requests_;
   std::vector<RequestId> free_;

@@ -204,6 +204,7 @@ struct CommInfo {
 
 struct PendingOp {
   double ts_us = 0, dur_us = 0;
+  double launch_us = std::numeric_limits<double>::quiet_NaN(); ///< ts of the CUDA runtime call that launched it
   std::size_t event = 0;
   std::uint64_t stream_key = 0;
   Op op;
@@ -328,6 +329,10 @@ private:
              "give the trace as the profiler wrote it");
       p.ts_us = number(e["ts"]);
       p.dur_us = number(e.value("dur", json(0)));
+      if (const json* c = arg(e, "correlation")) {
+        auto l = launch.find(static_cast<long long>(number(*c)));
+        if (l != launch.end() && ev[l->second].contains("ts")) p.launch_us = number(ev[l->second]["ts"]);
+      }
       if (p.dur_us < 0)
         fail(doc.name, fmt::format("rank {} event {}", t.rank, i), fmt::format("negative duration {} us", p.dur_us),
              "give the trace as the profiler wrote it");
@@ -521,8 +526,13 @@ private:
       if (!g.desc.empty()) name += " (" + g.desc + ")";
       comm_of_group[gi] = w.add_communicator(name, kind_from_description(g.desc + " " + g.name), std::move(members));
     }
+    // Kineto's timestamps come from one clock per job here (the collectives of the 8 DLRM ranks end at the same
+    // microsecond), so each rank's origin is kept relative to the earliest one.
+    double t0_min = traces_.front().t0;
+    for (const auto& t : traces_)
+      t0_min = std::min(t0_min, t.t0);
     for (auto& t : traces_)
-      w.add_rank(build(t, comm_of_group));
+      w.add_rank(build(t, comm_of_group, t0_min));
     if (unknown_sizes_ > 0)
       w.notes.push_back(fmt::format("{} NCCL kernels had no size in the trace (first: {}); their size is 0 bytes",
                                     unknown_sizes_, unknown_size_example_));
@@ -536,7 +546,7 @@ private:
     return w;
   }
 
-  RankGraph build(RankTrace& t, const std::vector<int>& comm_of_group)
+  RankGraph build(RankTrace& t, const std::vector<int>& comm_of_group, double t0_min)
   {
     // Ops in start order (then event order): stream order then follows each stream's timeline.
     std::stable_sort(t.ops.begin(), t.ops.end(), [](const PendingOp& a, const PendingOp& b) {
@@ -561,6 +571,7 @@ private:
       OpId id = b.add(p.op, p.name);
       b.set_source_id(id, p.event);
       b.set_measured(id, units::us(p.ts_us - t.t0), units::us(p.dur_us));
+      if (!std::isnan(p.launch_us)) b.set_issue_time(id, units::us(p.launch_us - t.t0));
       if (options_.infer_cross_stream_deps) {
         for (std::size_t o = 0; o < nstreams; ++o) {
           if (o == s || done[o].empty()) continue;
@@ -581,6 +592,7 @@ private:
       d.emplace_back(end, id);
     }
     b.set_measured_span(units::us(t.t1 - t.t0));
+    b.set_clock_offset(units::us(t.t0 - t0_min));
     t.ops.clear();
     return b.finish();
   }

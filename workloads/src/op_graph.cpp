@@ -124,6 +124,12 @@ std::optional<Seconds> RankGraph::measured_start(OpId id) const
   return Seconds(measured_start_s_[id]);
 }
 
+std::optional<Seconds> RankGraph::issue_time(OpId id) const
+{
+  if (issue_s_.empty() || std::isnan(issue_s_[id])) return std::nullopt;
+  return Seconds(issue_s_[id]);
+}
+
 std::string RankGraph::describe(OpId id) const
 {
   switch (source_kind_) {
@@ -158,6 +164,7 @@ OpId RankGraphBuilder::add(Op op, std::string_view name)
   if (!graph_.measured_duration_s_.empty())
     graph_.measured_duration_s_.push_back(std::numeric_limits<double>::quiet_NaN());
   if (!graph_.measured_start_s_.empty()) graph_.measured_start_s_.push_back(std::numeric_limits<double>::quiet_NaN());
+  if (!graph_.issue_s_.empty()) graph_.issue_s_.push_back(std::numeric_limits<double>::quiet_NaN());
   return id;
 }
 
@@ -181,6 +188,13 @@ void RankGraphBuilder::set_measured(OpId op, std::optional<Seconds> start, std::
   };
   put(graph_.measured_start_s_, start);
   put(graph_.measured_duration_s_, duration);
+}
+
+void RankGraphBuilder::set_issue_time(OpId op, Seconds at)
+{
+  auto& v = graph_.issue_s_;
+  if (v.empty()) v.assign(graph_.ops_.size(), std::numeric_limits<double>::quiet_NaN());
+  v[op] = at.value();
 }
 
 RankGraph RankGraphBuilder::finish()

@@ -115,6 +115,12 @@ public:
   [[nodiscard]] std::optional<Seconds> measured_start(OpId id) const;
   /// The trace's own span of this rank (first start to last end of GPU activity), when it has one.
   [[nodiscard]] std::optional<Seconds> measured_span() const { return measured_span_; }
+  /// When the host issued the op (Kineto: the CUDA runtime call that launched it), on the clock of measured_start
+  /// (so it may be negative). A replay can hold the op until then: the host timeline is taken from the trace.
+  [[nodiscard]] std::optional<Seconds> issue_time(OpId id) const;
+  /// Origin of this rank's measured times relative to the earliest traced rank's, when the traces share a clock
+  /// (ranks of one host, or clocks synchronised as Kineto's are within a job).
+  [[nodiscard]] std::optional<Seconds> clock_offset() const { return clock_offset_; }
 
   /// Where op `id` came from: file, and the id in the kind's terms (Chakra node id, line, event index).
   [[nodiscard]] const std::string& source_file() const { return source_file_; }
@@ -135,6 +141,8 @@ private:
   std::vector<double> measured_duration_s_; // empty, or one per op with NaN where not measured
   std::vector<double> measured_start_s_;    // same
   std::optional<Seconds> measured_span_;
+  std::vector<double> issue_s_; // empty, or one per op with NaN where unknown
+  std::optional<Seconds> clock_offset_;
   std::string source_file_;
   SourceKind source_kind_ = SourceKind::Generated;
   std::vector<std::uint64_t> source_ids_; // empty, or one per op
@@ -153,6 +161,8 @@ public:
   void set_source_id(OpId op, std::uint64_t id);
   void set_measured(OpId op, std::optional<Seconds> start, std::optional<Seconds> duration);
   void set_measured_span(Seconds span) { graph_.measured_span_ = span; }
+  void set_issue_time(OpId op, Seconds at);
+  void set_clock_offset(Seconds offset) { graph_.clock_offset_ = offset; }
   void set_stream_label(StreamId s, std::string label) { graph_.stream_labels_[s] = std::move(label); }
   [[nodiscard]] std::size_t size() const { return graph_.ops_.size(); }
   [[nodiscard]] Op& op(OpId id) { return graph_.ops_[id]; }

@@ -1,0 +1,133 @@
+// Workload replay: every rank of a Workload (workloads/op_graph.hpp) executes its program on the simulated cluster.
+//
+// Execution model (sim/README.md, "Workload replay"):
+//  - one SimGrid actor per (rank, CUDA stream) runs that stream's ops in op-id order; an op starts once its
+//    dependencies have completed (and, for traces with host launch times, not before the host launched it);
+//    ops on kUnordered get one actor each and wait for their dependencies only;
+//  - compute and memcpy ops take the trace's measured duration or the profile's roofline kernel_time(flops, bytes);
+//  - collectives run on their communicator: lowered (models::lower, after sim::resolve_call chose algorithm,
+//    protocol and channels) and executed flow by flow on the network (CommModel::Flows), or timed by the same
+//    schedule evaluated without other traffic once every member has arrived (Analytical), or free once every member
+//    has arrived (Ideal). Concurrent collectives of one communicator use distinct connection tags, per sequence
+//    number;
+//  - point-to-point: a Send completes when its bytes are delivered, whether or not the receiver has reached its Recv
+//    (eager, as workloads/README.md requires). With Flows, each receiving rank has a proxy actor, as NCCL has a
+//    proxy thread, that posts a receive for every message it will get at the start of the step, so a transfer starts
+//    as soon as its sender issues it; the Recv op then completes when its message has arrived.
+// Outputs: step time, a per-rank breakdown of time (compute, exposed communication per group kind, pipeline
+// bubbles, idle), MFU/HFU, and a timeline of selected ranks for a Chrome/Perfetto trace.
+#pragma once
+
+#include "railyard/calibration/profile.hpp"
+#include "railyard/models/lowering.hpp"
+#include "railyard/sim/flow_network.hpp"
+#include "railyard/sim/simulation.hpp"
+#include "railyard/topologies/topology.hpp"
+#include "railyard/workloads/op_graph.hpp"
+
+#include <array>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace railyard::sim {
+
+/// How communication is timed in a replay.
+enum class CommModel {
+  Flows,      ///< every transfer of every lowered collective and send is a flow on the FlowNetwork (contention)
+  Analytical, ///< each collective alone on the fabric: its lowered schedule evaluated in closed form
+  Ideal,      ///< communication is free; only its ordering (rendezvous, message arrival) remains
+};
+std::string to_string(CommModel m);
+
+struct ReplayOptions {
+  CommModel comm = CommModel::Flows;
+  bool measured_durations = true; ///< use a trace's measured compute durations where it has them
+  bool host_launch = true;        ///< hold a traced op until its host launch time (Kineto launch events)
+  calibration::DType dtype = calibration::DType::Bf16; ///< kernel model data type of compute ops
+  Seconds step_overhead{0}; ///< added to every lowered collective step (scenario nccl.step_overhead)
+  /// Ranks whose ops go into the timeline. Empty optional: every rank up to 64 ranks, else the first rank of each
+  /// distinct program (every pipeline stage of a generated workload) up to 64; an empty list: none.
+  std::optional<std::vector<int>> trace_ranks;
+  /// Model FLOPs of the step over all GPUs, for MFU (e.g. workloads::megatron_model_flops); 0: not known.
+  double model_flops = 0;
+  /// Resolves and lowers one collective of the workload (Flows and Analytical). Empty: NCCL's choice and fixed costs
+  /// with the default `nccl:` settings (sim::resolve_call and sim::lowering_input, nccl_resolve.hpp), plus
+  /// step_overhead. `railyard run` passes the scenario's `nccl:` section this way.
+  std::function<models::Schedule(const models::CollectiveCall&, const InputLocation&)> lower;
+};
+
+/// Number of group kinds (workloads::GroupKind: TP, PP, DP, EP, CP, Other), indexing per-kind arrays.
+inline constexpr std::size_t kGroupKinds = 6;
+
+/// Where one rank's time went, in seconds. At each instant the rank is in exactly one of: compute (a compute or
+/// memcpy op runs, whatever else runs), exposed communication (no compute, some communication op active; split
+/// evenly between the kinds active then), bubble (nothing but a pipeline receive waiting for a message its sender
+/// has not sent yet; and, for ranks with pipeline peers, the time after their last op until the step ends), idle
+/// (the rest: waiting for host launches, dependencies, or the end of the step). The four add up to the step time.
+struct TimeBreakdown {
+  double compute_s = 0;
+  std::array<double, kGroupKinds> exposed_s{}; ///< exposed communication by group kind
+  double bubble_s = 0;
+  double idle_s = 0;
+  std::array<double, kGroupKinds> comm_s{}; ///< all communication time by kind, overlapped or not
+  [[nodiscard]] double exposed_total() const;
+  [[nodiscard]] double total() const { return compute_s + exposed_total() + bubble_s + idle_s; }
+};
+
+struct RankReplay {
+  Seconds first_start{0}; ///< first op start
+  Seconds last_end{0};    ///< last op end
+  TimeBreakdown breakdown;
+};
+
+/// One executed op of a traced rank.
+struct TraceEvent {
+  int rank = 0;
+  workloads::StreamId stream = 0;
+  workloads::OpId op = 0;
+  double start_s = 0, end_s = 0;
+};
+
+struct ReplayResult {
+  CommModel comm = CommModel::Flows;
+  Seconds start{0};     ///< earliest op start (0 unless the first host launch comes later)
+  Seconds end{0};       ///< latest op end
+  Seconds step_time{0}; ///< end - start
+  std::vector<RankReplay> ranks;
+  TimeBreakdown mean;        ///< mean over ranks
+  double model_flops = 0;    ///< as given in ReplayOptions
+  double hardware_flops = 0; ///< sum of compute-op FLOPs over all ranks (with recomputation)
+  double peak_flops = 0;     ///< per GPU, the profile's dense peak for the dtype; 0 without a profile
+  std::optional<double> mfu; ///< model_flops / (step_time x GPUs x peak)
+  std::optional<double> hfu; ///< hardware_flops / (step_time x GPUs x peak)
+  std::vector<int> traced_ranks;
+  std::vector<TraceEvent> events; ///< ops of the traced ranks, sorted by (rank, stream, start, op)
+  FlowTotals flows;
+  std::uint64_t ops_executed = 0;
+  std::vector<std::string> notes;
+};
+
+/// Replays `workload` on `topology` (rank r runs on GPU r). Compute ops without measured durations need `profile`
+/// (its kernel model); without one they are an InputError naming the file, rank and op.
+ReplayResult replay_workload(const workloads::Workload& workload, const topo::Topology& topology,
+                             const SimulationConfig& config, const calibration::Profile* profile,
+                             const ReplayOptions& options);
+
+/// A lowered collective alone on the fabric: the call's launch cost, then rounds: the j-th steps of all channels run
+/// together as one round; each flow of a round gets min over its links of (link bandwidth / flows of the round on
+/// that link) and lasts its path latency plus its bytes (x its weight) over that rate; a round ends with its slowest
+/// flow plus the largest per-hop overhead of a receiving rank (the inter-node one for ranks that receive across
+/// nodes), as the collective runner forwards what arrived after that overhead; rounds add up. For the
+/// symmetric patterns NCCL builds (rings, trees) this is max-min sharing, so it equals the Flows replay of the
+/// collective alone. Routes are Topology::route with the channel as flow key.
+Seconds isolated_collective_time(const models::Schedule& schedule, const topo::Topology& topology, bool pxn,
+                                 std::uint64_t seed);
+
+/// Chrome trace JSON (the format Perfetto and chrome://tracing open): one process per traced rank, one thread per
+/// stream, one complete event per op; times in microseconds with 3 decimals, so equal results give equal files.
+void write_chrome_trace(const ReplayResult& result, const workloads::Workload& workload, std::ostream& out);
+
+} // namespace railyard::sim

@@ -1,0 +1,77 @@
+// Chrome trace JSON of a replay (replay.hpp): what Perfetto (ui.perfetto.dev) and chrome://tracing open.
+#include "railyard/sim/replay.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <ostream>
+#include <set>
+
+namespace railyard::sim {
+
+namespace {
+
+std::string json_string(const std::string& s)
+{
+  return nlohmann::json(s).dump();
+}
+
+// Microseconds with 3 decimals (nanoseconds): fixed text for equal times.
+std::string us(double seconds)
+{
+  return fmt::format("{:.3f}", seconds * 1e6);
+}
+
+std::string category(workloads::OpKind k)
+{
+  return std::string(workloads::to_string(k));
+}
+
+} // namespace
+
+void write_chrome_trace(const ReplayResult& result, const workloads::Workload& w, std::ostream& out)
+{
+  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out << ",\n";
+    first = false;
+  };
+  std::map<int, std::set<workloads::StreamId>> streams;
+  for (const auto& e : result.events)
+    streams[e.rank].insert(e.stream);
+  for (int r : result.traced_ranks) {
+    sep();
+    out << fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})", r,
+                       json_string(fmt::format("rank {}", r)));
+    sep();
+    out << fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", r, r);
+    const auto& labels = w.graph_of(r).stream_labels();
+    for (auto s : streams[r]) {
+      std::string label = s == workloads::kUnordered ? "unordered" : fmt::format("stream {}", s);
+      if (auto it = labels.find(s); it != labels.end()) label = it->second;
+      sep();
+      out << fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", r, s,
+                         json_string(label));
+    }
+  }
+  for (const auto& e : result.events) {
+    const workloads::RankGraph& g = w.graph_of(e.rank);
+    const workloads::Op& op = g.op(e.op);
+    std::string args = fmt::format(R"("op":{})", e.op);
+    if (op.kind == workloads::OpKind::Compute && op.flops > 0) args += fmt::format(R"(,"flops":{})", op.flops);
+    if (op.bytes.value() > 0) args += fmt::format(R"(,"bytes":{})", op.bytes.value());
+    const int comm = w.communicator_of(e.rank, op);
+    if (comm >= 0) args += fmt::format(R"(,"communicator":{})", json_string(w.communicators[comm].name));
+    if (op.kind == workloads::OpKind::Send || op.kind == workloads::OpKind::Recv)
+      args += fmt::format(R"(,"peer":{})", w.peer_global_rank(e.rank, op));
+    sep();
+    out << fmt::format(R"({{"ph":"X","name":{},"cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
+                       json_string(g.name(e.op)), category(op.kind), e.rank, e.stream, us(e.start_s),
+                       us(e.end_s - e.start_s), args);
+  }
+  out << "\n]}\n";
+}
+
+} // namespace railyard::sim
