@@ -1,8 +1,8 @@
-// Benchmark: simulate NCCL ring all-reduce on large rail-optimized clusters with the SimGrid backend and report wall
-// time and peak memory per size, as ratios against a baseline size run in the same invocation. Each size runs in its
+// Benchmark: simulate NCCL ring all-reduce on large rail-optimized clusters with the simgrid or fluid backend and
+// report wall time and peak memory per size, as ratios against a baseline size run in the same invocation. Each size runs in its
 // own child process, so its peak memory is its own.
 //
-//   bench_ring_allreduce [--gpus 64,1024,8192] [--size-per-gpu 1MiB] [--channels 1]
+//   bench_ring_allreduce [--gpus 64,1024,8192] [--size-per-gpu 256KiB] [--channels 1] [--backend simgrid|fluid]
 //
 // The message is size-per-gpu x GPUs, so every run has one chunk loop and every ring step moves size-per-gpu /
 // channels bytes per flow: the flow count, 2 (n-1) n channels, is what grows.
@@ -19,7 +19,8 @@ using namespace railyard;
 
 int main(int argc, char** argv)
 {
-  CLI::App app{"Ring all-reduce simulation benchmark (SimGrid backend)"};
+  CLI::App app{"Ring all-reduce simulation benchmark"};
+  std::string backend = "simgrid";
   std::vector<int> sizes{64, 1024, 8192};
   std::string per_gpu = "256 KiB";
   int channels = 1;
@@ -28,6 +29,7 @@ int main(int argc, char** argv)
   app.add_option("--size-per-gpu", per_gpu, "all-reduce bytes per GPU");
   app.add_option("--channels", channels, "NCCL channels");
   app.add_option("--precision", precision, "SimGrid surf/precision in seconds");
+  app.add_option("--backend", backend, "FlowNetwork backend")->check(CLI::IsMember({"simgrid", "fluid"}));
   CLI11_PARSE(app, argc, argv);
   const Bytes per(parse_bytes(per_gpu));
 
@@ -53,6 +55,7 @@ int main(int argc, char** argv)
       call.channels = channels;
       sim::SimulationConfig config;
       config.time_precision = precision;
+      config.backend = backend == "fluid" ? sim::Backend::Fluid : sim::Backend::SimGrid;
       sim::Simulation s(t, config);
       const auto timings = sim::run_schedules(s, {models::lower({call, 8, Seconds(0)})});
       return std::vector<double>{timings[0].duration().value(), double(s.network().totals().flows_received)};
