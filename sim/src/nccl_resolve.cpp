@@ -244,11 +244,26 @@ models::LoweringInput lowering_input(const models::CollectiveCall& resolved, con
   const auto costs = models::nccl_lowering_costs(resolved.algorithm.value_or(models::Algorithm::Ring),
                                                  resolved.protocol.value_or(models::Protocol::Simple), cc,
                                                  static_cast<int>(resolved.ranks.size()), nnodes);
-  if (settings.latencies)
-    li.costs = costs;
-  else
-    li.costs.nvls_efficiency = costs.nvls_efficiency;
+  li.costs.nvls_efficiency = costs.nvls_efficiency;
+  if (!settings.latencies) return li;
+  // NCCL's hwLat is the whole latency of a hop, wire included. The simulator charges the wire through the topology's
+  // link latencies, so a step's overhead is what NCCL's number adds beyond the path (none when the path alone is
+  // slower).
+  const auto hops = hop_latencies(topology);
+  li.costs.launch = costs.launch;
+  li.costs.intra_hop = Seconds(std::max(0.0, (costs.intra_hop - hops.intra).value()));
+  li.costs.inter_hop = Seconds(std::max(0.0, (costs.inter_hop - hops.inter).value()));
   return li;
+}
+
+HopLatencies hop_latencies(const topo::Topology& topology)
+{
+  HopLatencies h;
+  const int per_node = topology.gpus_per_node();
+  const bool pxn = true;
+  if (per_node > 1) h.intra = topology.path_latency(topology.route(0, 1, 0, 0, pxn));
+  if (topology.num_nodes() > 1) h.inter = topology.path_latency(topology.route(0, per_node, 0, 0, pxn));
+  return h;
 }
 
 LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario)

@@ -1,5 +1,6 @@
 #include "railyard/sim/nccl_tests.hpp"
 
+#include "railyard/common/child_process.hpp"
 #include "railyard/models/nccl_tuning.hpp"
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
@@ -114,8 +115,6 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
         "give a rank between 0 and ranks-1");
   run.gpu_model = gpu_model_name(nccl_node(scenario.nccl, scenario.cluster));
 
-  std::vector<models::Schedule> schedules;
-  std::vector<std::size_t> first_of_row;
   for (std::int64_t size = options.min_bytes; size <= options.max_bytes;
        size = options.step_factor > 1 ? size * options.step_factor : size + options.step_bytes) {
     NcclTestsRow row;
@@ -127,23 +126,21 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     call.root = options.root;
     row.call = resolve_call(call, topology, scenario.nccl, where);
     const models::Schedule s = models::lower(lowering_input(row.call, topology, scenario.nccl, scenario.step_overhead));
-    first_of_row.push_back(schedules.size());
-    for (int it = 0; it < options.iters; ++it)
-      schedules.push_back(s);
-    run.rows.push_back(std::move(row));
-    if (size == 0 && options.step_factor > 1) break;
-  }
-
-  Simulation sim(topology, scenario.sim);
-  const auto timings = run_schedules(sim, schedules);
-  for (std::size_t i = 0; i < run.rows.size(); ++i) {
-    NcclTestsRow& row = run.rows[i];
-    const auto& first = timings[first_of_row[i]];
-    const auto& last = timings[first_of_row[i] + static_cast<std::size_t>(options.iters) - 1];
-    row.time = Seconds((last.end - first.start).value() / options.iters);
+    // Every size in a simulation of its own: nccl-tests puts a barrier between sizes, and without one the ranks that
+    // finish a size first would start the next early and its time would include the previous size's tail. SimGrid
+    // runs one engine per process, so each simulation runs in a child process.
+    const auto r = run_in_child([&] {
+      Simulation sim(topology, scenario.sim);
+      const auto timings =
+          run_schedules(sim, std::vector<models::Schedule>(static_cast<std::size_t>(options.iters), s));
+      return std::vector<double>{(timings.back().end - timings.front().start).value() / options.iters};
+    });
+    row.time = Seconds(r.values.at(0));
     const double t = row.time.value();
     row.algbw_GBps = t > 0 ? static_cast<double>(row.counts.size_bytes) / t / 1e9 : 0.0;
     row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
+    run.rows.push_back(std::move(row));
+    if (size == 0 && options.step_factor > 1) break;
   }
   return run;
 }

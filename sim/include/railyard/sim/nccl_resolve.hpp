@@ -31,8 +31,17 @@ std::optional<models::NcclTuningInput> nccl_input(const models::CollectiveCall& 
 models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
                                     const NcclSettings& settings, const InputLocation& where);
 
+/// The path latency of one hop between two GPUs of a node, and between the same-rail GPUs of two nodes (zero where
+/// the cluster has no such pair).
+struct HopLatencies {
+  Seconds intra{0}, inter{0};
+};
+HopLatencies hop_latencies(const topo::Topology& topology);
+
 /// The lowering input of a resolved call: NCCL's fixed costs for its algorithm and protocol (when
-/// settings.latencies), the NVLS efficiency of the GPU generation, and the scenario's extra step overhead.
+/// settings.latencies), the NVLS efficiency of the GPU generation, and the scenario's extra step overhead. NCCL's
+/// per-hop latency includes the wire, which the simulator charges through the topology's link latencies, so a
+/// step's overhead is NCCL's hop latency less the hop's path latency (at least zero).
 models::LoweringInput lowering_input(const models::CollectiveCall& resolved, const topo::Topology& topology,
                                      const NcclSettings& settings, Seconds step_overhead);
 

@@ -1,6 +1,7 @@
 // A simulated nccl-tests sweep (NVIDIA/nccl-tests: all_reduce_perf and friends): sizes from min to max, every size
-// one call of the collective on the scenario's cluster, all sizes in one simulation one after the other, printed in
-// nccl-tests' own table (src/common.cu) with algbw and busbw as its doc/PERFORMANCE.md defines them.
+// `iters` calls of the collective on the scenario's cluster, each size isolated from the others as nccl-tests'
+// barrier between sizes isolates them, printed in nccl-tests' own table (src/common.cu) with algbw and busbw as its
+// doc/PERFORMANCE.md defines them.
 #pragma once
 
 #include "railyard/models/collective.hpp"
@@ -51,7 +52,8 @@ struct NcclTestsRun {
   std::vector<NcclTestsRow> rows;
 };
 
-/// Runs the sweep on the scenario's cluster with its `nccl:` settings. Bad options are InputError naming them.
+/// Runs the sweep on the scenario's cluster with its `nccl:` settings, one simulation per size (each in a child
+/// process: SimGrid runs one engine per process). Bad options are InputError naming them.
 NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOptions& options);
 
 /// Prints the run as nccl-tests prints it: header, device lines, the column header, one row per size with

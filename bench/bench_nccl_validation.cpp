@@ -1,0 +1,170 @@
+// Validation benchmark: the published measurements of /work/shared/validation/published.md, run through the
+// simulator and printed next to the measurement with the relative error of each point and the geometric means.
+//
+//   bench_nccl_validation [--only SUBSTRING]
+//
+// Nothing here is fitted to the measurements. The clusters use NCCL's own effective NVLink bandwidths (NVIDIA/nccl
+// src/graph/topo.h: SM80_NVLINK_BW 20 GB/s per link x 12 links on A100, SM90_NVLINK_BW 20.6 GB/s x 18 links on
+// H100/H200) and the topology's default link latency (0.5 us per NVLink hop); algorithm, protocol and channels are
+// NCCL 2.26.2's choice (models/nccl_tuning) unless the measurement forced one; fixed costs are NCCL's tuning
+// constants, and NVLS runs at NCCL's nvlsEfficiency (0.85 on Hopper). Each point is its own simulation, in its own
+// process (SimGrid keeps one engine per process).
+#include "railyard/common/child_process.hpp"
+#include "railyard/models/nccl_tuning.hpp"
+#include "railyard/sim/collective_runner.hpp"
+#include "railyard/sim/nccl_resolve.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numeric>
+
+using namespace railyard;
+
+namespace {
+
+enum class Metric { BusbwGBps, TimeUs };
+
+struct Case {
+  std::string name;
+  std::string system; ///< nccl.system
+  double nvlink_GBps; ///< per GPU and direction
+  int ranks;          ///< GPUs 0..ranks-1 of one 8-GPU node
+  models::CollectiveKind kind;
+  double bytes;
+  std::optional<std::string> algo; ///< NCCL_ALGO the measurement forced
+  Metric metric;
+  double measured;
+  std::string source;
+};
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kMiB = 1024.0 * 1024;
+constexpr double kKiB = 1024.0;
+// NCCL src/graph/topo.h: per-link NVLink bandwidth NCCL's topology counts, times the links of each GPU.
+constexpr double kH100NvlinkGBps = 18 * 20.6; // SM90_NVLINK_BW, 18 NVLink4 links (DGX H100 / HGX H200)
+constexpr double kA100NvlinkGBps = 12 * 20.0; // SM80_NVLINK_BW, 12 NVLink3 links (DGX A100)
+
+std::vector<Case> cases()
+{
+  using K = models::CollectiveKind;
+  const std::string i212 = "NVIDIA/nccl-tests issue 212";
+  const std::string i1455 = "NVIDIA/nccl issue 1455";
+  const std::string stas_h200 = "stas00/ml-engineering network/README.md (8x H200, NCCL 2.27.7)";
+  const std::string stas_a100 = "stas00/ml-engineering network/README.md (8x A100 nccl-tests -g 8)";
+  std::vector<Case> c;
+  // 8x H100 SXM, one node: large all_reduce with NVLS ~480 GB/s busbw (algbw ~275); forced ring, all_gather and
+  // reduce_scatter ~370 GB/s. "Large" is taken as 4 GiB.
+  c.push_back({"H100 all_reduce NVLS 4GiB", "dgx_h100", kH100NvlinkGBps, 8, K::AllReduce, 4 * kGiB, std::nullopt,
+               Metric::BusbwGBps, 480, i212});
+  c.push_back({"H100 all_reduce ring 4GiB", "dgx_h100", kH100NvlinkGBps, 8, K::AllReduce, 4 * kGiB, "ring",
+               Metric::BusbwGBps, 370, i212 + "; " + i1455});
+  c.push_back({"H100 all_gather 4GiB", "dgx_h100", kH100NvlinkGBps, 8, K::AllGather, 4 * kGiB, std::nullopt,
+               Metric::BusbwGBps, 370, i212 + "; " + i1455});
+  c.push_back({"H100 reduce_scatter 4GiB", "dgx_h100", kH100NvlinkGBps, 8, K::ReduceScatter, 4 * kGiB, std::nullopt,
+               Metric::BusbwGBps, 370, i212 + "; " + i1455});
+  // NVLS all_reduce with 5..8 GPUs of one node, 2-4 GiB (taken at 4 GiB).
+  const double nvls[] = {420, 440, 460, 480};
+  for (int g = 5; g <= 8; ++g)
+    c.push_back({fmt::format("H100 all_reduce NVLS {} GPUs 4GiB", g), "dgx_h100", kH100NvlinkGBps, g, K::AllReduce,
+                 4 * kGiB, std::nullopt, Metric::BusbwGBps, nvls[g - 5], i1455});
+  // 8x H200, NCCL 2.27.7, 16 GiB.
+  c.push_back({"H200 all_reduce NVLS 16GiB", "hgx_h200", kH100NvlinkGBps, 8, K::AllReduce, 16 * kGiB, std::nullopt,
+               Metric::BusbwGBps, 480.0, stas_h200});
+  c.push_back({"H200 all_reduce ring 16GiB", "hgx_h200", kH100NvlinkGBps, 8, K::AllReduce, 16 * kGiB, "ring",
+               Metric::BusbwGBps, 367.2, stas_h200});
+  c.push_back({"H200 all_gather 16GiB", "hgx_h200", kH100NvlinkGBps, 8, K::AllGather, 16 * kGiB, std::nullopt,
+               Metric::BusbwGBps, 361.4, stas_h200});
+  c.push_back({"H200 reduce_scatter 16GiB", "hgx_h200", kH100NvlinkGBps, 8, K::ReduceScatter, 16 * kGiB, std::nullopt,
+               Metric::BusbwGBps, 362.9, stas_h200});
+  // 8x A100 SXM, one node, all_reduce time.
+  const std::pair<double, double> a100[] = {
+      {32 * kKiB, 43.8}, {1 * kMiB, 101.9}, {64 * kMiB, 684.6}, {1 * kGiB, 8200}, {16 * kGiB, 128000}};
+  for (const auto& [bytes, us] : a100)
+    c.push_back({fmt::format("A100 all_reduce {}", format_bytes(Bytes(bytes))), "dgx_a100", kA100NvlinkGBps, 8,
+                 K::AllReduce, bytes, std::nullopt, Metric::TimeUs, us, stas_a100});
+  return c;
+}
+
+struct Outcome {
+  double simulated = 0;
+  std::string choice;
+};
+
+Outcome simulate(const Case& c)
+{
+  sim::Scenario sc;
+  sc.name = c.name;
+  sc.cluster.kind = topo::ClusterKind::SingleNode;
+  sc.cluster.nodes = 1;
+  sc.cluster.gpus_per_node = 8;
+  sc.cluster.nvlink_bandwidth = units::GBps(c.nvlink_GBps);
+  sc.nccl.system = c.system;
+  if (c.algo) {
+    sc.nccl.algo = c.algo;
+    sc.nccl.overrides = models::NcclOverrides::parse(c.algo, std::nullopt, InputLocation{"bench", 0, "algo"});
+  }
+  sim::CollectiveSpec spec;
+  spec.call.kind = c.kind;
+  spec.call.bytes = Bytes(c.bytes);
+  spec.call.ranks.resize(static_cast<std::size_t>(c.ranks));
+  std::iota(spec.call.ranks.begin(), spec.call.ranks.end(), 0);
+  sc.collectives.push_back(spec);
+
+  models::CollectiveCall chosen;
+  const auto r = run_in_child([&] {
+    const topo::Topology t = topo::build_topology(sc.cluster);
+    const auto lowered = sim::lower_spec(sc.collectives[0], t, sc);
+    sim::Simulation s(t, sc.sim);
+    const auto timings = sim::run_schedules(s, {lowered.schedule});
+    return std::vector<double>{timings[0].duration().value(), double(static_cast<int>(*lowered.call.algorithm)),
+                               double(static_cast<int>(*lowered.call.protocol)), double(*lowered.call.channels)};
+  });
+  const double seconds = r.values.at(0);
+  Outcome o;
+  o.choice = fmt::format("{}/{} x{}", models::nccl_name(static_cast<models::Algorithm>(static_cast<int>(r.values[1]))),
+                         models::nccl_name(static_cast<models::Protocol>(static_cast<int>(r.values[2]))),
+                         static_cast<int>(r.values[3]));
+  if (c.metric == Metric::TimeUs)
+    o.simulated = seconds * 1e6;
+  else
+    o.simulated = c.bytes / seconds / 1e9 * models::busbw_factor(c.kind, c.ranks);
+  return o;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  CLI::App app{"Simulated vs published NCCL measurements (shared/validation/published.md)"};
+  std::string only;
+  app.add_option("--only", only, "run only the cases whose name contains this");
+  CLI11_PARSE(app, argc, argv);
+
+  fmt::print("{:<34} {:>11} {:>11} {:>8}  {:<20} {}\n", "case", "measured", "simulated", "error", "NCCL choice",
+             "source");
+  double log_ratio = 0, log_error = 0;
+  int n = 0, within10 = 0;
+  for (const auto& c : cases()) {
+    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
+    const Outcome o = simulate(c);
+    const double ratio = o.simulated / c.measured;
+    const char* unit = c.metric == Metric::TimeUs ? "us" : "GB/s";
+    fmt::print("{:<34} {:>8.1f} {:<2} {:>8.1f} {:<2} {:>+7.1f}%  {:<20} {}\n", c.name, c.measured, unit, o.simulated,
+               unit, (ratio - 1) * 100, o.choice, c.source);
+    std::fflush(stdout);
+    log_ratio += std::log(ratio);
+    log_error += std::abs(std::log(ratio));
+    within10 += std::abs(ratio - 1) <= 0.10 ? 1 : 0;
+    ++n;
+  }
+  if (n > 0) {
+    fmt::print("\n{} points, {} within 10%\n", n, within10);
+    fmt::print("geometric mean of simulated/measured: {:.4f} (bias {:+.1f}%)\n", std::exp(log_ratio / n),
+               (std::exp(log_ratio / n) - 1) * 100);
+    fmt::print("geometric mean error, exp(mean |ln(simulated/measured)|) - 1: {:.1f}%\n",
+               (std::exp(log_error / n) - 1) * 100);
+  }
+  return 0;
+}
