@@ -13,10 +13,10 @@ void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int ra
   // its sends go `overhead` after that arrival (the per-hop latency), never before the sends of step s.
   struct Channel {
     std::size_t step = 0;
-    int pending = 0;     ///< receives of `step` still in flight
-    bool sent = false;   ///< sends of `step` posted
+    int pending = 0;   ///< receives of `step` still in flight
+    bool sent = false; ///< sends of `step` posted
     bool has_recv = false;
-    double arrived = 0;  ///< when the last receive of `step` arrived (or the step began, without receives)
+    double arrived = 0; ///< when the last receive of `step` arrived (or the step began, without receives)
   };
   enum class Kind : char { Recv, SendTimer, FinishTimer };
   const int me = schedule.gpus[rank];
@@ -72,8 +72,7 @@ void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int ra
       ++ch.step;
       if (ch.step == steps.size()) {
         // What arrived last still has to be reduced or copied before the rank is done.
-        if (next_sends > net.now().value())
-          add_request(net.timer(Seconds(next_sends)), c, Kind::FinishTimer);
+        if (next_sends > net.now().value()) add_request(net.timer(Seconds(next_sends)), c, Kind::FinishTimer);
         return;
       }
       post_recvs(c);
@@ -83,8 +82,7 @@ void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int ra
 
   const double start = net.now().value();
   for (int c = 0; c < static_cast<int>(channels.size()); ++c) {
-    if (schedule.channels[c].empty())
-      continue;
+    if (schedule.channels[c].empty()) continue;
     post_recvs(c);
     sends_at(c, start + schedule.launch.value());
     advance(c);
@@ -100,8 +98,7 @@ void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int ra
     request_kind[i] = request_kind.back();
     request_kind.pop_back();
     Channel& ch = channels[c];
-    if (kind == Kind::FinishTimer)
-      continue;
+    if (kind == Kind::FinishTimer) continue;
     if (kind == Kind::SendTimer) {
       post_sends(c);
     } else if (--ch.pending == 0) {
@@ -109,6 +106,9 @@ void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int ra
     }
     advance(c);
   }
+  // A rank is done with a collective when what it sent has left too, as an NCCL kernel ends only once its last
+  // slot is written: a rank that only sends must not start its next collective before its data is out.
+  net.wait_sends();
 }
 
 std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<models::Schedule>& schedules)
@@ -120,7 +120,8 @@ std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<m
     for (int r = 0; r < schedules[i].nranks(); ++r)
       work.at(schedules[i].gpus[r]).emplace_back(i, r);
 
-  std::vector<CollectiveTiming> timings(schedules.size(), {Seconds(std::numeric_limits<double>::infinity()), Seconds(0)});
+  std::vector<CollectiveTiming> timings(schedules.size(),
+                                        {Seconds(std::numeric_limits<double>::infinity()), Seconds(0)});
   // Connection tags: every collective gets its own range, one tag per channel, so back-to-back collectives never
   // share a connection.
   std::vector<std::uint64_t> tag_base(schedules.size(), 0);
@@ -128,8 +129,7 @@ std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<m
     tag_base[i] = tag_base[i - 1] + std::max<std::size_t>(1, schedules[i - 1].channels.size());
   FlowNetwork& net = sim.network();
   for (int g = 0; g < gpus; ++g) {
-    if (work[g].empty())
-      continue;
+    if (work[g].empty()) continue;
     sim.spawn(g, fmt::format("gpu{}", g), [&net, &schedules, &timings, &tag_base, items = &work[g]] {
       for (const auto& [index, rank] : *items) {
         CollectiveTiming& t = timings[index];
@@ -141,8 +141,7 @@ std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<m
   }
   sim.run();
   for (auto& t : timings)
-    if (t.start.value() == std::numeric_limits<double>::infinity())
-      t.start = Seconds(0);
+    if (t.start.value() == std::numeric_limits<double>::infinity()) t.start = Seconds(0);
   return timings;
 }
 

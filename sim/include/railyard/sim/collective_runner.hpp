@@ -14,7 +14,8 @@ struct CollectiveTiming {
   [[nodiscard]] Seconds duration() const { return end - start; }
 };
 
-/// Executes one rank's part of a schedule through `net`, blocking the calling actor until the rank is done.
+/// Executes one rank's part of a schedule through `net`, blocking the calling actor until the rank is done: its
+/// last receive has arrived (and been processed) and its sends have been transferred.
 /// Connection tags are `tag_base` + channel, so concurrent collectives must use distinct tag bases.
 void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int rank, std::uint64_t tag_base);
 
