@@ -134,6 +134,7 @@ std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<m
       for (const auto& [index, rank] : *items) {
         CollectiveTiming& t = timings[index];
         t.start = std::min(t.start, net.now());
+        t.last_start = std::max(t.last_start, net.now());
         execute_schedule(net, schedules[index], rank, tag_base[index]);
         t.end = std::max(t.end, net.now());
       }

@@ -216,15 +216,25 @@ models::CollectiveCall resolve_call(const models::CollectiveCall& call, const to
     std::string asked = overrides_text(settings);
     if (call.algorithm) asked += fmt::format(" algorithm {}", models::nccl_name(*call.algorithm));
     if (call.protocol) asked += fmt::format(" protocol {}", models::nccl_name(*call.protocol));
+    // Why each allowed algorithm is out, in NCCL's own terms where it refuses it outright.
+    std::string why;
+    for (int a = 0; a < models::kNcclAlgorithms; ++a) {
+      if (!in->overrides.algorithms[row][a]) continue;
+      try {
+        models::check_request(*in, static_cast<models::Algorithm>(a), call.protocol, where);
+      } catch (const InputError& e) {
+        why += fmt::format("; {}", e.rule());
+      }
+    }
     throw InputError(field(call.algorithm  ? "algorithm"
                            : call.protocol ? "protocol"
                                            : "op"),
                      fmt::format("NCCL has no algorithm and protocol for {} of {} B on {} ranks ({} per node) with{}: "
-                                 "its cost model prices none of the allowed combinations on this system",
+                                 "its cost model prices none of the allowed combinations on this system{}",
                                  models::to_string(call.kind), call.bytes.value(), in->nranks, in->gpus_per_node,
-                                 asked.empty() ? " its defaults" : asked),
-                     "allow more algorithms or protocols (nccl.algo / nccl.proto, or this entry's algorithm and "
-                     "protocol)");
+                                 asked.empty() ? " its defaults" : asked, why),
+                     "allow more algorithms or protocols (nccl.algo / nccl.proto, --algo / --proto, or this entry's "
+                     "algorithm and protocol)");
   }
   out.algorithm = choice->algorithm;
   out.protocol = choice->protocol;

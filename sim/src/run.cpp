@@ -49,7 +49,8 @@ RunResult run_scenario(const Scenario& scenario)
   Simulation sim(topology, scenario.sim);
   const auto timings = run_schedules(sim, schedules);
   for (std::size_t i = 0; i < timings.size(); ++i) {
-    result.collectives[i].start = timings[i].start;
+    // From the moment every member has begun: a rank that finished its previous entry early waits for the others.
+    result.collectives[i].start = timings[i].last_start;
     result.collectives[i].end = timings[i].end;
   }
   result.simulated_time = sim.now();

@@ -10,6 +10,9 @@ namespace railyard::sim {
 
 struct CollectiveTiming {
   Seconds start{0}; ///< earliest time a member rank began the collective
+  /// When the last member rank began it. Collectives run back to back per rank, so a rank that finished the previous
+  /// one early begins the next early and mostly waits for the others; from here on every member is in.
+  Seconds last_start{0};
   Seconds end{0};   ///< latest time a member rank finished it
   [[nodiscard]] Seconds duration() const { return end - start; }
 };
