@@ -1,0 +1,197 @@
+// `railyard nccl-tests` through the real binary: its table is nccl-tests' own (parsed back with the calibration
+// layer's reader of real nccl-tests logs), busbw follows doc/PERFORMANCE.md, every op nccl-tests has runs, and bad
+// scenarios or options exit 2 with a message naming what is wrong.
+#include "railyard/calibration/nccl_tests_log.hpp"
+#include "railyard/models/collective.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace railyard;
+
+namespace {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out; ///< stdout
+  std::string all; ///< stdout and stderr
+};
+
+CliResult run_cli(const std::string& args)
+{
+  CliResult r;
+  const fs::path err = fs::temp_directory_path() / ("railyard_nccl_tests_err_" + std::to_string(getpid()));
+  const std::string cmd = std::string(RAILYARD_CLI) + " " + args + " 2>" + err.string();
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p))
+    r.out += buf.data();
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err);
+  r.all = r.out + std::string(std::istreambuf_iterator<char>(e), {});
+  fs::remove(err);
+  return r;
+}
+
+const std::string kScenario = std::string(RAILYARD_SOURCE_DIR) + "/examples/nccl_h100_node.yaml";
+
+// nccl-tests prints algbw and busbw with two decimals (%6.2f) and the time with 2, 1 or 0 (timeStr).
+double time_tolerance_us(double us)
+{
+  return us >= 10000 ? 0.5 : us >= 100 ? 0.05 : 0.005;
+}
+
+TEST(NcclTestsCli, AllReduceTableParsesBackWithNcclTestsColumnsAndBusbw)
+{
+  const CliResult r = run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 8 -e 128M -f 4");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
+  EXPECT_EQ(log.columns, (std::vector<std::string>{"size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+                                                   "#wrong", "time", "algbw", "busbw", "#wrong"}));
+  EXPECT_EQ(log.collective, models::CollectiveKind::AllReduce);
+  EXPECT_EQ(calibration::nccl_tests_nranks(log), 8);
+  EXPECT_EQ(log.gpu_models(), std::vector<std::string>{"NVIDIA H100 80GB HBM3"});
+  EXPECT_EQ(log.nccl_version, "2.26.2");
+  // 8, 32, 128, ..., 128 MiB: the sizes nccl-tests' -b 8 -e 128M -f 4 walks through.
+  ASSERT_EQ(log.rows.size(), 13u);
+  std::int64_t size = 8;
+  double bus_sum = 0;
+  for (const auto& row : log.rows) {
+    EXPECT_EQ(row.size_bytes, size);
+    EXPECT_EQ(row.count, size / 4); // float
+    EXPECT_EQ(row.type, "float");
+    EXPECT_EQ(row.redop, "sum");
+    for (const auto& half : {row.out_of_place, row.in_place}) {
+      ASSERT_TRUE(half.has_value());
+      // algbw = size / time (GB/s = bytes / us / 1e3); busbw = algbw x 2(n-1)/n (doc/PERFORMANCE.md, n = 8).
+      const double algbw = size / (half->time_us * 1e3);
+      const double rel_time = time_tolerance_us(half->time_us) / half->time_us;
+      EXPECT_NEAR(half->algbw_GBps, algbw, 0.005 + algbw * rel_time) << size;
+      // Both printed with two decimals: each off by up to 0.005.
+      EXPECT_NEAR(half->busbw_GBps, half->algbw_GBps * 2 * 7 / 8, 0.005 * (1 + 2.0 * 7 / 8) + 1e-9) << size;
+      ASSERT_TRUE(half->wrong.has_value());
+      EXPECT_EQ(*half->wrong, 0);
+      bus_sum += half->busbw_GBps;
+    }
+    size *= 4;
+  }
+  ASSERT_TRUE(log.avg_busbw_GBps.has_value());
+  EXPECT_NEAR(*log.avg_busbw_GBps, bus_sum / (2 * log.rows.size()), 0.01);
+  EXPECT_NO_THROW(calibration::validate_nccl_tests_log(log));
+}
+
+// Each op with nccl-tests' byte counts (getCollByteCount of its program) and busbw factor (doc/PERFORMANCE.md).
+TEST(NcclTestsCli, EveryNcclTestsOpRuns)
+{
+  struct Op {
+    const char* name;
+    double factor;      ///< busbw / algbw for 8 ranks
+    std::int64_t count; ///< "count" column at -b 1M (float elements)
+    const char* redop;
+    int root;
+  };
+  const int n = 8;
+  const std::int64_t elems = 1024 * 1024 / 4;
+  const Op ops[] = {{"all_gather", (n - 1.0) / n, elems / n, "none", -1},
+                    {"reduce_scatter", (n - 1.0) / n, elems / n, "sum", -1},
+                    {"broadcast", 1.0, elems, "none", 0},
+                    {"reduce", 1.0, elems, "sum", 0},
+                    {"alltoall", (n - 1.0) / n, elems / n, "none", -1},
+                    {"sendrecv", 1.0, elems, "none", -1}};
+  for (const auto& op : ops) {
+    const CliResult r = run_cli("nccl-tests --scenario " + kScenario + " --op " + op.name + " -b 1M -e 4M -f 2");
+    ASSERT_EQ(r.exit_code, 0) << op.name << ": " << r.all;
+    const auto log = calibration::parse_nccl_tests_text(r.out, std::string(op.name) + "_perf.log");
+    ASSERT_EQ(log.rows.size(), 3u) << op.name;
+    const auto& row = log.rows.front();
+    EXPECT_EQ(row.size_bytes, 1024 * 1024) << op.name;
+    EXPECT_EQ(row.count, op.count) << op.name;
+    EXPECT_EQ(row.redop, op.redop) << op.name;
+    EXPECT_NEAR(row.out_of_place->busbw_GBps, row.out_of_place->algbw_GBps * op.factor, 0.005 * (1 + op.factor) + 1e-9)
+        << op.name;
+    // The root column, fifth of the first data row (the reader does not keep it).
+    std::istringstream lines(r.out);
+    std::string line;
+    while (std::getline(lines, line) && (line.empty() || line[0] == '#'))
+      ;
+    std::istringstream first_row(line);
+    std::string tok;
+    for (int i = 0; i < 5; ++i)
+      first_row >> tok;
+    EXPECT_EQ(tok, std::to_string(op.root)) << op.name;
+  }
+}
+
+TEST(NcclTestsCli, RanksAlgoAndProtoOptions)
+{
+  // -g 4: GPUs 0-3 only. --algo ring --proto simple: NCCL_ALGO / NCCL_PROTO for the run.
+  const CliResult r =
+      run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 64M -e 64M -g 4 --algo ring --proto simple");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
+  EXPECT_EQ(calibration::nccl_tests_nranks(log), 4);
+  EXPECT_NE(r.out.find("Ring/Simple"), std::string::npos) << r.out;
+  EXPECT_NEAR(log.rows.at(0).out_of_place->busbw_GBps, log.rows.at(0).out_of_place->algbw_GBps * 2 * 3 / 4,
+              0.005 * (1 + 2.0 * 3 / 4) + 1e-9);
+}
+
+TEST(NcclTestsCli, BadInputExitsTwoNamingWhatIsWrong)
+{
+  const fs::path dir = fs::temp_directory_path() / ("railyard_nccl_tests_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path bad = dir / "bad.yaml";
+  std::ofstream(bad) << "name: b\ncluster:\n  kind: single_node\n  gpus_per_node: 8\n  nvlink: 450 GB/s\n";
+  const fs::path a100 = dir / "a100.yaml";
+  std::ofstream(a100) << "name: a\ncluster:\n  kind: single_node\n  gpus_per_node: 8\n"
+                         "  node: {nvlink_bandwidth: 240 GB/s}\nnccl: {system: dgx_a100}\n";
+  const fs::path broken = dir / "broken.yaml";
+  std::ofstream(broken) << "name: b\ncluster:\n  kind: [single_node\n";
+  struct Case {
+    std::string args;
+    std::vector<std::string> phrases;
+  };
+  const std::vector<Case> cases = {
+      {"nccl-tests --scenario " + bad.string() + " --op all_reduce", {bad.string() + ":5", "nvlink", "Fix:"}},
+      {"nccl-tests --scenario " + broken.string(), {broken.string() + ":4", "malformed YAML"}},
+      {"nccl-tests --scenario " + kScenario + " --op allreduec", {"--op", "allreduec"}},
+      {"nccl-tests --scenario " + kScenario + " -b 1X", {"-b", "1X"}},
+      {"nccl-tests --scenario " + kScenario + " -g 9", {"-g", "9"}},
+      {"nccl-tests --scenario " + kScenario + " --algo ring,trees", {"NCCL_ALGO", "trees"}},
+      // NVLS on a DGX A100: the collective, the algorithm and why.
+      {"nccl-tests --scenario " + a100.string() + " --op all_reduce -b 1M -e 1M --algo nvls",
+       {"all_reduce", "NCCL_ALGO=nvls", "NVLS", "NVSwitch with multicast"}},
+      // PAT with 8 GPUs per node.
+      {"nccl-tests --scenario " + kScenario + " --op all_gather -b 1M -e 1M --algo pat",
+       {"all_gather", "NCCL_ALGO=pat", "PAT", "one GPU per node"}},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.all;
+    for (const auto& p : c.phrases)
+      EXPECT_NE(r.all.find(p), std::string::npos) << "'" << p << "' missing for " << c.args << ":\n" << r.all;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(NcclTestsCli, HelpNamesTheOptions)
+{
+  const CliResult r = run_cli("nccl-tests --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* opt :
+       {"--op", "--minbytes", "--maxbytes", "--stepfactor", "--scenario", "--ngpus", "--ranks", "--algo", "--proto"})
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
+}
+
+} // namespace
