@@ -79,7 +79,29 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
                              .value();
     }
   }
+  // With PFC, a step must not exceed the time a PAUSE takes to act (cable latency + response) on any port into a
+  // switch, or the headroom sized for that time would be overrun by the step's own delay in noticing XOFF.
+  step_ = cfg_.time_step.value();
+  if (cfg_.pfc.enabled)
+    for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
+      const auto& to = topo_.vertex(topo_.link_target(id));
+      if (to.kind == topo::VertexKind::Leaf || to.kind == topo::VertexKind::Spine || to.kind == topo::VertexKind::Core)
+        step_ = std::min(step_, links_[id].latency + cfg_.pfc.response_time.value());
+    }
   report_.stats.links.resize(links_.size());
+  report_.link_info.resize(links_.size());
+  for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
+    LinkInfo& info = report_.link_info[id];
+    const auto& from = topo_.vertex(topo_.link_source(id));
+    const auto& to = topo_.vertex(topo_.link_target(id));
+    info.name = topo_.link_name(id);
+    info.kind = topo::to_string(topo_.link(id).kind);
+    info.capacity = topo_.link(id).bandwidth.value();
+    info.from = static_cast<std::uint32_t>(topo_.link_source(id));
+    info.from_switch = from.kind == topo::VertexKind::Leaf || from.kind == topo::VertexKind::Spine ||
+                       from.kind == topo::VertexKind::Core;
+    info.up = to.tier > from.tier;
+  }
 }
 
 Net::~Net()
@@ -324,7 +346,7 @@ void Net::process(double t)
   }
   if (queues_ && fabric_flows_ > 0 && !step_scheduled_) {
     step_scheduled_ = true;
-    push(queue_t_ + cfg_.time_step.value(), EventKind::Step, 0, 0);
+    push(queue_t_ + step_, EventKind::Step, 0, 0);
   }
   if (cfg_.record_links && !sample_scheduled_ && active_flows_ > 0) {
     sample_scheduled_ = true;
@@ -700,5 +722,10 @@ void FluidNetwork::on_queue_step(std::function<void(const QueueStep&)> observer)
 }
 const FluidConfig& FluidNetwork::config() const { return impl_->net.config(); }
 const FluidReport& FluidNetwork::report() { return impl_->net.report(); }
+FluidReport FluidNetwork::take_report()
+{
+  impl_->net.report();
+  return impl_->net.take_report();
+}
 
 } // namespace railyard::sim

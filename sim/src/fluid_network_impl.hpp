@@ -61,7 +61,8 @@ struct LinkState {
   // queue model (fluid_queues.cpp)
   double queue = 0;
   double headroom = 0;
-  std::array<double, 8> ingress{};     ///< PFC ingress counter per priority
+  std::array<double, 8> ingress{};      ///< PFC ingress counter per priority
+  std::array<double, 8> ingress_prev{}; ///< the same at the end of the previous step
   std::array<double, 8> excess{};      ///< bytes above XOFF + headroom at the last step
   std::uint8_t paused_mask = 0, pause_pending = 0, resume_pending = 0;
   double pause_since = 0; ///< when it became paused (any priority)
@@ -159,6 +160,7 @@ public:
   [[nodiscard]] const FlowTotals& totals() const { return totals_; }
   [[nodiscard]] const FluidConfig& config() const { return cfg_; }
   const FluidReport& report();
+  FluidReport take_report() { return std::move(report_); }
 
 private:
   struct ActorRec {
@@ -258,6 +260,7 @@ private:
   std::vector<std::uint32_t> free_fab_;
   std::uint64_t fabric_flows_ = 0;
   double queue_t_ = 0;
+  double step_ = 0; ///< the queue model's step: time_step, or shorter so a PAUSE never comes a step late
   bool step_scheduled_ = false;
   std::vector<std::uint32_t> queue_order_; ///< busy queued links by (stage, id)
   bool queue_order_dirty_ = false;

@@ -111,7 +111,7 @@ void Net::advance_queues(double t)
     return;
   }
   while (queue_t_ < t && fabric_flows_ > 0) {
-    const double t1 = std::min(t, queue_t_ + cfg_.time_step.value());
+    const double t1 = std::min(t, queue_t_ + step_);
     queue_step(queue_t_, t1);
     queue_t_ = t1;
   }
@@ -221,8 +221,10 @@ void Net::queue_step(double t0, double t1)
 
   // PFC ingress counters: bytes queued at a flow's egress hop came in over the hop before it.
   if (cfg_.pfc.enabled) {
-    for (std::uint32_t l : pfc_watch_)
+    for (std::uint32_t l : pfc_watch_) {
+      links_[l].ingress_prev = links_[l].ingress;
       links_[l].ingress.fill(0);
+    }
     for (std::uint32_t l : queue_order_)
       for (const Slot& s : links_[l].fab) {
         const Flow& fl = flows_[s.flow];
@@ -232,6 +234,7 @@ void Net::queue_step(double t0, double t1)
         if (!is.pfc_watched) {
           is.pfc_watched = true;
           is.ingress.fill(0);
+          is.ingress_prev.fill(0);
           pfc_watch_.push_back(in);
         }
         is.ingress[fl.priority] += q.backlog[queue_index(q, s.hop)];
@@ -252,15 +255,25 @@ void Net::queue_step(double t0, double t1)
         LinkTotals& tot = st.links[in];
         tot.max_ingress = std::max(tot.max_ingress, occ);
         const bool want_pause = ((is.paused_mask | is.pause_pending) & bit) && !(is.resume_pending & bit);
+        // When inside the step the counter crossed the threshold, assuming it moved linearly: the PAUSE (RESUME)
+        // frame leaves then and takes effect upstream one cable latency (plus the response time) later.
+        auto crossing = [&](double threshold) {
+          const double before = is.ingress_prev[prio];
+          if ((before - threshold) * (occ - threshold) >= 0 || occ == before)
+            return t1;
+          return t0 + dt * (threshold - before) / (occ - before);
+        };
         if (occ > pfc.xoff.value() && !want_pause) {
           is.resume_pending &= static_cast<std::uint8_t>(~bit);
           if (!(is.paused_mask & bit)) {
             is.pause_pending |= bit;
-            push(t1 + is.latency + pfc.response_time.value(), EventKind::PauseOn, in, static_cast<std::uint32_t>(prio));
+            push(std::max(t1, crossing(pfc.xoff.value()) + is.latency + pfc.response_time.value()),
+                 EventKind::PauseOn, in, static_cast<std::uint32_t>(prio));
           }
         } else if (occ < pfc.xon.value() && want_pause) {
           is.resume_pending |= bit;
-          push(t1 + is.latency, EventKind::PauseOff, in, static_cast<std::uint32_t>(prio));
+          push(std::max(t1, crossing(pfc.xon.value()) + is.latency), EventKind::PauseOff, in,
+               static_cast<std::uint32_t>(prio));
         }
       }
       if (busy)

@@ -1,0 +1,277 @@
+// PFC in the fluid backend: pause at XOFF, resume at XON, headroom, propagation upstream, head-of-line blocking, per
+// priority; and its bad input.
+#include "railyard/common/child_process.hpp"
+
+#include "railyard/models/cc/pfc.hpp"
+#include "railyard/sim/simulation.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+using namespace railyard;
+
+namespace {
+
+// 4 leaves of 4 single-GPU nodes under ONE spine (4:1 port oversubscription leaves one uplink per leaf): every
+// cross-leaf path is fixed, so who shares which egress port is known without hashing. NICs run at 400 Gb/s; the
+// switch-to-switch links at 3.2 Tb/s carry eight NICs at once, so an incast of eight congests only the receiver's
+// port and every pause upstream of it comes from PFC.
+topo::ClusterSpec one_spine()
+{
+  topo::ClusterSpec s;
+  s.kind = topo::ClusterKind::FatTree;
+  s.nodes = 16;
+  s.gpus_per_node = 1;
+  s.leaf_downlinks = 4;
+  s.oversubscription = 4;
+  s.fabric_bandwidth = units::Gbps(3200);
+  return s;
+}
+
+struct Send {
+  int src, dst;
+  double bytes;
+  int priority = 3;
+};
+
+struct Outcome {
+  std::vector<double> arrival; ///< per send
+  double bytes_sent = 0, bytes_received = 0;
+  sim::FluidStats stats;
+  std::vector<std::string> link_names;
+  std::vector<sim::QueueStep> steps;
+};
+
+Outcome run(const std::vector<Send>& sends, sim::FluidConfig fluid, bool keep_steps = false)
+{
+  // Outcome travels from the child as numbers: arrivals, totals, then per link (paused, max_ingress, kind flags).
+  const auto values = railyard::run_in_child([&] {
+                        const topo::Topology t = topo::build_topology(one_spine());
+                        sim::SimulationConfig config;
+                        config.backend = sim::Backend::Fluid;
+                        config.fluid = fluid;
+                        sim::Simulation s(t, config);
+                        auto& net = s.network();
+                        std::vector<double> arrival(sends.size(), -1);
+                        std::vector<double> steps;
+                        s.fluid()->on_queue_step([&](const sim::QueueStep& st) {
+                          if (keep_steps)
+                            steps.insert(steps.end(), {st.t0, st.t1, double(st.link), double(st.priority),
+                                                       st.paused ? 1.0 : 0.0, st.sent, st.queue});
+                        });
+                        for (std::size_t i = 0; i < sends.size(); ++i)
+                          s.fluid()->set_priority(sends[i].src, sends[i].dst, i, sends[i].priority);
+                        std::set<int> gpus;
+                        for (const auto& x : sends) {
+                          gpus.insert(x.src);
+                          gpus.insert(x.dst);
+                        }
+                        for (int g : gpus)
+                          s.spawn(g, "gpu", [&net, &sends, &arrival, g] {
+                            std::vector<sim::RequestId> reqs;
+                            std::vector<std::size_t> which;
+                            for (std::size_t i = 0; i < sends.size(); ++i)
+                              if (sends[i].dst == g) {
+                                reqs.push_back(net.irecv(g, sends[i].src, i));
+                                which.push_back(i);
+                              }
+                            for (std::size_t i = 0; i < sends.size(); ++i)
+                              if (sends[i].src == g)
+                                net.isend(g, sends[i].dst, i, Bytes(sends[i].bytes));
+                            while (!reqs.empty()) {
+                              const auto k = net.wait_any(reqs);
+                              arrival[which[k]] = net.now().value();
+                              reqs.erase(reqs.begin() + static_cast<long>(k));
+                              which.erase(which.begin() + static_cast<long>(k));
+                            }
+                          });
+                        s.run();
+                        const auto& rep = s.fluid()->report();
+                        std::vector<double> out = arrival;
+                        out.push_back(net.totals().bytes_sent);
+                        out.push_back(net.totals().bytes_received);
+                        out.push_back(rep.stats.overflow_bytes);
+                        out.push_back(double(rep.stats.pause_events));
+                        out.push_back(double(rep.stats.links.size()));
+                        for (const auto& l : rep.stats.links)
+                          out.insert(out.end(), {l.paused, l.max_ingress});
+                        out.push_back(double(steps.size()));
+                        out.insert(out.end(), steps.begin(), steps.end());
+                        return out;
+                      }).values;
+  Outcome o;
+  std::size_t i = 0;
+  o.arrival.assign(values.begin(), values.begin() + static_cast<long>(sends.size()));
+  i = sends.size();
+  o.bytes_sent = values[i++];
+  o.bytes_received = values[i++];
+  o.stats.overflow_bytes = values[i++];
+  o.stats.pause_events = static_cast<std::uint64_t>(values[i++]);
+  const auto links = static_cast<std::size_t>(values[i++]);
+  o.stats.links.resize(links);
+  for (auto& l : o.stats.links) {
+    l.paused = values[i++];
+    l.max_ingress = values[i++];
+  }
+  const auto nsteps = static_cast<std::size_t>(values[i++]);
+  for (std::size_t k = 0; k + 7 <= nsteps; k += 7) {
+    sim::QueueStep st;
+    st.t0 = values[i + k];
+    st.t1 = values[i + k + 1];
+    st.link = static_cast<std::uint32_t>(values[i + k + 2]);
+    st.priority = static_cast<int>(values[i + k + 3]);
+    st.paused = values[i + k + 4] != 0;
+    st.sent = values[i + k + 5];
+    st.queue = values[i + k + 6];
+    o.steps.push_back(st);
+  }
+  return o;
+}
+
+sim::FluidConfig pfc_only()
+{
+  sim::FluidConfig f;
+  f.pfc = models::cc::pfc_defaults(f.mtu);
+  f.pfc.enabled = true;
+  f.record_flows = false;
+  f.record_links = false;
+  return f;
+}
+
+std::vector<Send> incast(double bytes)
+{
+  // Eight senders on leaves 1 and 2 into GPU 0 on leaf 0.
+  std::vector<Send> s;
+  for (int g = 4; g < 12; ++g)
+    s.push_back({g, 0, bytes});
+  return s;
+}
+
+topo::LinkId link_between(const topo::Topology& t, const std::string& from, const std::string& to)
+{
+  for (topo::LinkId l = 0; l < t.num_links(); ++l)
+    if (t.link_name(l) == from + "->" + to)
+      return l;
+  throw std::runtime_error("no link " + from + "->" + to);
+}
+
+// An 8:1 incast with PFC and no congestion control: the receiver's port is oversubscribed 8x, queues reach XOFF,
+// and the pauses climb the tree: the spine's port to leaf 0, the leaves' uplinks to the spine, the senders' NICs.
+// Nothing overflows the headroom and every byte arrives; the receiver's port stays busy, so the incast takes
+// (8 S) / B after the first byte.
+TEST(Pfc, IncastPausesPropagateUpstreamAndNothingIsLost)
+{
+  const double S = 8.0 * 1024 * 1024, B = 50e9;
+  const Outcome o = run(incast(S), pfc_only());
+  EXPECT_EQ(o.stats.overflow_bytes, 0.0);
+  EXPECT_EQ(o.bytes_sent, o.bytes_received);
+  EXPECT_EQ(o.bytes_sent, 8 * S);
+  EXPECT_GT(o.stats.pause_events, 0U);
+
+  const topo::Topology t = topo::build_topology(one_spine());
+  const auto spine_to_leaf0 = link_between(t, "spine0", "leaf0");
+  const auto leaf1_up = link_between(t, "leaf1", "spine0");
+  const auto nic4_up = link_between(t, "nic4.0", "leaf1");
+  EXPECT_GT(o.stats.links[spine_to_leaf0].paused, 0) << "the congested port pauses the spine";
+  EXPECT_GT(o.stats.links[leaf1_up].paused, 0) << "the spine's queue pauses the leaf uplink";
+  EXPECT_GT(o.stats.links[nic4_up].paused, 0) << "the leaf's queue pauses the sender's NIC";
+
+  const double xoff = models::cc::pfc_defaults(Bytes(4096)).xoff.value();
+  for (topo::LinkId l = 0; l < t.num_links(); ++l) {
+    const double headroom = models::cc::required_headroom(t.link(l).bandwidth, t.link(l).latency,
+                                                          pfc_only().pfc.response_time, Bytes(4096))
+                                .value();
+    EXPECT_LE(o.stats.links[l].max_ingress, xoff + headroom) << t.link_name(l);
+  }
+  const double last = *std::max_element(o.arrival.begin(), o.arrival.end());
+  EXPECT_NEAR(last, 8 * S / B, 0.02 * 8 * S / B) << "the bottleneck never idles";
+}
+
+// A paused egress sends nothing on that priority, and pausing happens at all in this run.
+TEST(Pfc, APausedLinkSendsNothing)
+{
+  const Outcome o = run(incast(4.0 * 1024 * 1024), pfc_only(), true);
+  int paused_steps = 0;
+  for (const auto& st : o.steps)
+    if (st.paused) {
+      ++paused_steps;
+      EXPECT_EQ(st.sent, 0.0) << "link " << st.link << " at " << st.t0;
+    }
+  EXPECT_GT(paused_steps, 0);
+}
+
+// Head-of-line blocking and priorities. A victim flow from leaf 3 to GPU 1 on leaf 0 shares only the spine's port to
+// leaf 0 with the incast into GPU 0; its own last hop is idle. On the incast's priority it waits whenever that port is
+// paused; on another priority it is never paused and ends sooner.
+TEST(Pfc, HeadOfLineBlockingOnTheSamePriorityOnly)
+{
+  const double S = 8.0 * 1024 * 1024, V = 4.0 * 1024 * 1024;
+  auto with_victim = [&](int priority) {
+    auto sends = incast(S);
+    sends.push_back({12, 1, V, priority});
+    return sends;
+  };
+  const Outcome same = run(with_victim(3), pfc_only(), true);
+  const Outcome other = run(with_victim(5), pfc_only(), true);
+  const double v_same = same.arrival.back(), v_other = other.arrival.back();
+  EXPECT_GT(v_same, 1.5 * v_other) << "victim on the paused priority " << v_same << " s, on its own " << v_other;
+
+  const topo::Topology t = topo::build_topology(one_spine());
+  const auto spine_to_leaf0 = static_cast<std::uint32_t>(link_between(t, "spine0", "leaf0"));
+  // While priority 3 is paused on that port, priority 5 keeps moving through it.
+  bool overlap = false;
+  for (const auto& p3 : other.steps)
+    if (p3.link == spine_to_leaf0 && p3.priority == 3 && p3.paused)
+      for (const auto& p5 : other.steps)
+        if (p5.link == spine_to_leaf0 && p5.priority == 5 && p5.t0 == p3.t0) {
+          EXPECT_FALSE(p5.paused);
+          overlap = overlap || p5.sent > 0;
+        }
+  EXPECT_TRUE(overlap);
+  EXPECT_EQ(other.stats.overflow_bytes, 0.0);
+  EXPECT_EQ(same.bytes_sent, same.bytes_received);
+}
+
+// ---- bad input ----
+
+YamlNode yaml(const std::string& text) { return YamlNode::load_string(text, "pfc.yaml"); }
+
+TEST(PfcInput, ThresholdBelowOneMtuIsRefusedNamingIt)
+{
+  try {
+    models::cc::parse_pfc(yaml("pfc:\n  enabled: true\n  xoff: 2 KiB\n").at("pfc"), Bytes(4096));
+    FAIL() << "accepted an XOFF below one MTU";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, "pfc.yaml");
+    EXPECT_EQ(e.where().line, 3);
+    EXPECT_EQ(e.where().field, "pfc.xoff");
+    EXPECT_NE(e.rule().find("below one MTU"), std::string::npos) << e.what();
+    EXPECT_FALSE(e.fix().empty());
+  }
+  EXPECT_THROW(models::cc::parse_pfc(yaml("pfc:\n  xoff: 64 KiB\n  xon: 1000\n").at("pfc"), Bytes(4096)),
+               InputError);
+  EXPECT_THROW(models::cc::parse_pfc(yaml("pfc:\n  headroom: 100\n").at("pfc"), Bytes(4096)), InputError);
+}
+
+TEST(PfcInput, XonAboveXoffIsRefused)
+{
+  try {
+    models::cc::parse_pfc(yaml("pfc:\n  xoff: 64 KiB\n  xon: 128 KiB\n").at("pfc"), Bytes(4096));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "pfc.xon");
+    EXPECT_EQ(e.where().line, 3);
+  }
+}
+
+// The headroom a port needs: rate x (2 x latency + response) + 2 MTU; 400 Gb/s, 1 us, 0: 50e9 x 2e-6 + 8192.
+TEST(PfcInput, RequiredHeadroomFormula)
+{
+  EXPECT_DOUBLE_EQ(
+      models::cc::required_headroom(units::Gbps(400), units::us(1), Seconds(0), Bytes(4096)).value(),
+      50e9 * 2e-6 + 2 * 4096);
+}
+
+} // namespace
