@@ -14,8 +14,11 @@
 #include "railyard/sim/flow_network.hpp"
 #include "railyard/topologies/topology.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -102,12 +105,29 @@ struct FluidStats {
   std::vector<LinkTotals> links; ///< per link id
 };
 
+/// What the outputs need to know about a link.
+struct LinkInfo {
+  std::string name; ///< "leaf3->spine1"
+  std::string kind; ///< nvlink, pcie, nic_leaf, leaf_spine, spine_core
+  double capacity = 0;
+  std::uint32_t from = 0; ///< source vertex
+  bool from_switch = false, up = false; ///< a switch's egress port; towards a higher tier
+};
+
 struct FluidReport {
+  std::vector<LinkInfo> link_info; ///< per link id
   std::vector<FlowRecord> flows;
   std::vector<std::uint32_t> paths;
   std::vector<LinkSample> links;
   FluidStats stats;
 };
+
+/// flows.csv: id, src, dst, tag, qp, bytes, start, end, arrival, fct, hops and the link ids of the path.
+void write_flows_csv(const FluidReport& report, std::ostream& out);
+/// links.csv: per link and sampling interval with activity: utilisation, deepest queue, ECN marks, pause time.
+void write_links_csv(const FluidReport& report, Seconds interval, std::ostream& out);
+/// The summary.json "network" object: configuration, FCT percentiles, queues, pauses, marks and ECMP balance.
+nlohmann::ordered_json fluid_summary(const FluidReport& report, const FluidConfig& config);
 
 /// One queue-model step of one egress link and priority, for observers (tests, tracing).
 struct QueueStep {
@@ -144,6 +164,8 @@ public:
   [[nodiscard]] const FluidConfig& config() const;
   /// Flows, link samples and statistics so far; complete once the simulation has run.
   [[nodiscard]] const FluidReport& report();
+  /// Moves the report out (after the run), for outputs of large runs.
+  [[nodiscard]] FluidReport take_report();
 
 private:
   struct Impl;
