@@ -55,6 +55,8 @@ RunResult run_scenario(const Scenario& scenario)
   }
   result.simulated_time = sim.now();
   result.flows = sim.network().totals();
+  if (FluidNetwork* fluid = sim.fluid())
+    result.network = std::make_shared<const FluidReport>(fluid->take_report());
   return result;
 }
 
@@ -119,6 +121,18 @@ void write_outputs(const RunResult& result, const std::string& dir)
     list.push_back(e);
   }
   j["collectives"] = list;
+  if (result.network) {
+    const FluidConfig& fc = result.scenario.sim.fluid;
+    j["network"] = fluid_summary(*result.network, fc);
+    if (fc.record_flows) {
+      std::ofstream out(partial / "flows.csv");
+      write_flows_csv(*result.network, out);
+    }
+    if (fc.record_links) {
+      std::ofstream out(partial / "links.csv");
+      write_links_csv(*result.network, fc.sample_interval, out);
+    }
+  }
   {
     std::ofstream out(partial / "summary.json");
     out << j.dump(2) << "\n";

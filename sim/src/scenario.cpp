@@ -231,22 +231,8 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   const YamlNode cluster = root.at("cluster");
   sc.cluster = topo::parse_cluster(cluster);
   sc.cluster_where = cluster.where();
-  if (auto net = root.get("network")) {
-    net->expect_keys({"backend", "pxn", "time_precision"});
-    if (auto b = net->get("backend")) {
-      if (b->as_string() != "simgrid")
-        b->fail(fmt::format("unknown network backend '{}'", b->as_string()), "use 'simgrid'");
-      sc.sim.backend = Backend::SimGrid;
-    }
-    sc.sim.pxn = net->bool_or("pxn", true);
-    if (auto p = net->get("time_precision")) {
-      const double v = p->as_double();
-      if (!(v > 0 && v <= 1e-5))
-        p->fail(fmt::format("time_precision {} is outside (0, 1e-5]", v),
-                "use 1e-9 (exact) up to 1e-6 (faster); 1e-5 already moves results by ~3% (DESIGN.md)");
-      sc.sim.time_precision = v;
-    }
-  }
+  if (auto net = root.get("network"))
+    parse_network(*net, sc.sim);
   if (auto nc = root.get("nccl")) {
     nc->expect_keys({"step_overhead", "system", "algo", "proto", "latencies"});
     sc.nccl.where = nc->where();

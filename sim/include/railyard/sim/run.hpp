@@ -5,6 +5,7 @@
 #include "railyard/sim/flow_network.hpp"
 #include "railyard/sim/scenario.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct RunResult {
   std::vector<CollectiveResult> collectives;
   Seconds simulated_time{0};
   FlowTotals flows;
+  std::shared_ptr<const FluidReport> network; ///< the fluid backend's flows, link samples and statistics; else null
 };
 
 /// Fills in what the call leaves open (algorithm, protocol, channels) with NCCL's choice on this cluster and checks
