@@ -185,6 +185,33 @@ TEST(NcclTestsCli, BadInputExitsTwoNamingWhatIsWrong)
   fs::remove_all(dir);
 }
 
+// The same refusals through `railyard run`: the entry's file and line, the collective, the algorithm and why.
+TEST(RunRefusals, ImpossibleAlgorithmsExitTwoAtTheirEntry)
+{
+  const fs::path dir = fs::temp_directory_path() / ("railyard_run_refusal_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path f = dir / "a100.yaml";
+  std::ofstream(f) << "name: a\ncluster:\n  kind: single_node\n  gpus_per_node: 8\n"
+                      "  node: {nvlink_bandwidth: 240 GB/s}\nnccl: {system: dgx_a100}\ncollectives:\n"
+                      "  - {op: all_reduce, size: 1 MiB}\n"
+                      "  - {op: all_reduce, size: 1 GiB, algorithm: nvls}\n";
+  CliResult r = run_cli("run " + f.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 2) << r.all;
+  for (const std::string p : {f.string() + ":9", std::string("all_reduce"), std::string("NVLS"),
+                              std::string("NVSwitch with multicast"), std::string("Fix:")})
+    EXPECT_NE(r.all.find(p), std::string::npos) << p << " missing:\n" << r.all;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  std::ofstream(f) << "name: p\ncluster:\n  kind: rail_optimized\n  nodes: 2\n  gpus_per_node: 8\n"
+                      "  nic: {bandwidth: 400 Gb/s}\ncollectives:\n"
+                      "  - {op: all_gather, size: 1 MiB, algorithm: pat}\n";
+  r = run_cli("run " + f.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 2) << r.all;
+  for (const std::string p :
+       {f.string() + ":8", std::string("all_gather"), std::string("PAT"), std::string("one GPU per node")})
+    EXPECT_NE(r.all.find(p), std::string::npos) << p << " missing:\n" << r.all;
+  fs::remove_all(dir);
+}
+
 TEST(NcclTestsCli, HelpNamesTheOptions)
 {
   const CliResult r = run_cli("nccl-tests --help");
