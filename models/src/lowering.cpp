@@ -177,7 +177,7 @@ Bytes nccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int 
   return Bytes(chunk);
 }
 
-LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks, int nnodes)
+LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks)
 {
   // NCCL 2.26.2 src/graph/tuning.cc: baseLat is paid once per call, hwLat per hop of the pipeline (NVLink inside a
   // node, NET between nodes). NVLS's hwLat is NCCL's whole NVLS latency (it adds it once, not per step), so it is
@@ -218,7 +218,6 @@ LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capabilit
   // has no such factor in its model, but the hardware is the same): multimem loads and stores reach 85% of NVLink
   // bandwidth on Hopper, 74% on Blackwell.
   c.nvls_efficiency = compute_capability >= 100 ? 0.74 : compute_capability >= 90 ? 0.85 : 1.0;
-  (void)nnodes;
   return c;
 }
 

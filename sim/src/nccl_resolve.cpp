@@ -250,10 +250,9 @@ models::LoweringInput lowering_input(const models::CollectiveCall& resolved, con
   li.gpus_per_node = topology.gpus_per_node();
   li.step_overhead = step_overhead;
   const int cc = nccl_node(settings, topology.spec()).compute_capability;
-  const int nnodes = static_cast<int>(ranks_per_node(resolved.ranks, topology).size());
   const auto costs = models::nccl_lowering_costs(resolved.algorithm.value_or(models::Algorithm::Ring),
                                                  resolved.protocol.value_or(models::Protocol::Simple), cc,
-                                                 static_cast<int>(resolved.ranks.size()), nnodes);
+                                                 static_cast<int>(resolved.ranks.size()));
   li.costs.nvls_efficiency = costs.nvls_efficiency;
   if (!settings.latencies) return li;
   // NCCL's hwLat is the whole latency of a hop, wire included. The simulator charges the wire through the topology's

@@ -151,27 +151,27 @@ TEST(NcclLoweringCosts, AreNcclsTuningConstants)
   // Ring {.6, 1.9, 3.4}, Tree {.6, 1.25, 4.0}; NET Ring {2.7, 4.0, 14.0}, Tree {5.0, 8.5, 14}; NVLS and NVLSTree
   // NVLINK Simple 25, NET NVLSTree 14; PAT 8 + nRanks x 2.8, interLat (Tree's NET Simple 14) / 3.5 per step.
   const double us = 1e-6;
-  auto c = nccl_lowering_costs(Algorithm::Ring, Protocol::LL, 90, 8, 1);
+  auto c = nccl_lowering_costs(Algorithm::Ring, Protocol::LL, 90, 8);
   EXPECT_NEAR(c.launch.value(), 6.6 * us, 1e-12);
   EXPECT_NEAR(c.intra_hop.value(), 0.6 * us, 1e-12);
   EXPECT_NEAR(c.inter_hop.value(), 2.7 * us, 1e-12);
-  c = nccl_lowering_costs(Algorithm::Tree, Protocol::Simple, 90, 128, 16);
+  c = nccl_lowering_costs(Algorithm::Tree, Protocol::Simple, 90, 128);
   EXPECT_NEAR(c.launch.value(), 8.4 * us, 1e-12);
   EXPECT_NEAR(c.intra_hop.value(), 4.0 * us, 1e-12);
   EXPECT_NEAR(c.inter_hop.value(), 14.0 * us, 1e-12);
-  c = nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 90, 8, 1);
+  c = nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 90, 8);
   EXPECT_NEAR(c.launch.value(), 25 * us, 1e-12);
   EXPECT_EQ(c.intra_hop.value(), 0.0);
-  c = nccl_lowering_costs(Algorithm::NvlsTree, Protocol::Simple, 90, 128, 16);
+  c = nccl_lowering_costs(Algorithm::NvlsTree, Protocol::Simple, 90, 128);
   EXPECT_NEAR(c.launch.value(), 25 * us, 1e-12);
   EXPECT_NEAR(c.inter_hop.value(), 14 * us, 1e-12);
-  c = nccl_lowering_costs(Algorithm::Pat, Protocol::Simple, 90, 16, 16);
+  c = nccl_lowering_costs(Algorithm::Pat, Protocol::Simple, 90, 16);
   EXPECT_NEAR(c.launch.value(), (8 + 16 * 2.8) * us, 1e-12);
   EXPECT_NEAR(c.inter_hop.value(), 14.0 / 3.5 * us, 1e-12);
   // nvlsEfficiency, NVIDIA/nccl src/graph/tuning.cc at commit 766bffee: Hopper 0.85, Blackwell 0.74.
-  EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 90, 8, 1).nvls_efficiency, 0.85);
-  EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 100, 8, 1).nvls_efficiency, 0.74);
-  EXPECT_THROW(nccl_lowering_costs(Algorithm::CollNetDirect, Protocol::Simple, 90, 8, 1), std::invalid_argument);
+  EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 90, 8).nvls_efficiency, 0.85);
+  EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 100, 8).nvls_efficiency, 0.74);
+  EXPECT_THROW(nccl_lowering_costs(Algorithm::CollNetDirect, Protocol::Simple, 90, 8), std::invalid_argument);
 }
 
 // What every rank sends, from each algorithm's definition.

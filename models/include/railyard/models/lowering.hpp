@@ -118,9 +118,10 @@ struct LoweringCosts {
 };
 
 /// The costs NCCL 2.26.2's model assigns (src/graph/tuning.cc baseLat, hwLat; see models/README.md for how each
-/// algorithm uses them), for GPUs of `compute_capability` whose intra-node hops are NVLink. NVLS efficiency:
+/// algorithm uses them), for GPUs of `compute_capability` whose intra-node hops are NVLink; `nranks` enters PAT's
+/// latency. NVLS efficiency:
 /// nvlsEfficiency of NCCL's tuning.cc at commit 766bffee (0.85 Hopper, 0.74 Blackwell).
-LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks, int nnodes);
+LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks);
 
 struct LoweringInput {
   CollectiveCall call;      ///< kind, bytes, ranks (global GPU ids); algorithm/protocol/channels must be set
