@@ -438,7 +438,10 @@ void Net::start_pending(double t)
           const std::uint64_t pair = (static_cast<std::uint64_t>(msg.src) << 32) | static_cast<std::uint32_t>(msg.dst);
           key = flows_per_pair_[pair]++;
         } else {
-          key = splitmix64(splitmix64(msg.tag) ^ static_cast<std::uint64_t>(qp));
+          // The QP's 5-tuple: both ends, the connection and the QP. Topology::route's switch hash sees only this key,
+          // so the pair must be in it, or every pair's QP 0 would take the same uplink.
+          const std::uint64_t pair = (static_cast<std::uint64_t>(msg.src) << 32) | static_cast<std::uint32_t>(msg.dst);
+          key = splitmix64(splitmix64(splitmix64(pair) ^ msg.tag) ^ static_cast<std::uint64_t>(qp));
         }
         add_flow(m, topo_.route(msg.src, msg.dst, key, seed_, pxn_), msg.bytes / q, 1.0, qp, t);
       }
