@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -70,6 +71,9 @@ struct Program {
   std::vector<std::uint32_t> seq;     // collectives: position among the program's collectives on the same slot
   std::vector<std::int32_t> p2p_pos;  // send/recv: position in p2p_ops; -1 otherwise
   std::vector<OpId> p2p_ops;
+  // The event executor's lanes: every stream, then each unordered op as a lane of its own; lane_of[op].
+  std::vector<std::vector<OpId>> lanes;
+  std::vector<std::uint32_t> lane_of;
   double flops = 0;        // sum over the program's compute ops
   double min_issue = kInf; // earliest host issue time of the program, when it has issue times
   bool has_issue = false;
@@ -112,11 +116,23 @@ struct Waiter {
   sg::Semaphore* sem;
 };
 
+// One lane (stream) of a rank in the event executor.
+struct LaneState {
+  std::uint32_t next = 0; // index of the op to run next
+  bool busy = false;      // that op has started
+  bool retry = false;     // a retry at its host launch time is queued
+  std::int8_t holds = -1; // what the running op holds in the accounting: kHoldCompute, kHoldBubble, or a group kind
+  double start = 0;
+};
+constexpr std::int8_t kHoldCompute = 100, kHoldBubble = 101;
+
 struct RankRt {
   int rank = 0;
   const Program* prog = nullptr;
   std::vector<std::uint8_t> done;
   std::vector<Waiter> waiters;
+  std::vector<LaneState> lanes;                             // event executor
+  std::vector<std::pair<OpId, std::uint32_t>> lane_waiters; // event executor: (op, lane waiting for it)
   std::vector<std::uint32_t> msgs;           // message id per p2p op of the program (same order as Program::p2p_ops)
   std::vector<std::pair<int, int>> comm_pos; // (communicator id, this rank's position in it)
   Acct acct;
@@ -134,12 +150,14 @@ struct Message {
   std::size_t kind = 0; // group kind of the communicator
   bool sent = false;
   double delivered = -1;
-  sg::Semaphore* recv_waiter = nullptr; // the receiving stream, waiting in its Recv
-  sg::Semaphore* send_waiter = nullptr; // the sending stream, waiting for delivery
+  sg::Semaphore* recv_waiter = nullptr;        // the receiving stream, waiting in its Recv
+  sg::Semaphore* send_waiter = nullptr;        // the sending stream, waiting for delivery
+  std::int32_t send_lane = -1, recv_lane = -1; // event executor: the lanes running the Send and a waiting Recv
 };
 
 // A collective instance (communicator, sequence number) that members rendezvous on.
 struct Instance {
+  std::vector<std::pair<int, std::uint32_t>> members; // event executor: (rank, lane) of those that arrived
   int arrived = 0, left = 0;
   double bytes = 0;
   double end = kNaN;
@@ -170,11 +188,15 @@ public:
       notes_.push_back(fmt::format("the workload has {} ranks on a cluster of {} GPUs: GPUs {}..{} stay idle",
                                    w_.world_size(), topo_.num_gpus(), w_.world_size(), topo_.num_gpus() - 1));
 
+    if (opt_.comm != CommModel::Flows && opt_.discrete_events) {
+      run_events();
+      return collect(FlowTotals{});
+    }
     Simulation sim(topo_, cfg_);
     net_ = &sim.network();
     spawn_actors(sim);
     sim.run();
-    return collect(sim);
+    return collect(sim.network().totals());
   }
 
 private:
@@ -222,6 +244,14 @@ private:
       }
       for (auto& [s, ops] : by_stream)
         p.streams.emplace_back(s, std::move(ops));
+      p.lane_of.assign(n, 0);
+      for (const auto& [s, ops] : p.streams)
+        p.lanes.push_back(ops);
+      for (OpId u : p.unordered)
+        p.lanes.push_back({u});
+      for (std::uint32_t l = 0; l < p.lanes.size(); ++l)
+        for (OpId o : p.lanes[l])
+          p.lane_of[o] = l;
     }
   }
 
@@ -420,13 +450,18 @@ private:
       }
   }
 
-  void mark_done(RankRt& rt, OpId op, double start, double end)
+  void record_done(RankRt& rt, OpId op, double start, double end)
   {
     rt.done[op] = 1;
     ++rt.ops;
     rt.first_start = std::min(rt.first_start, start);
     rt.last_end = std::max(rt.last_end, end);
     if (rt.traced) events_.push_back({rt.rank, rt.prog->g->op(op).stream, op, start, end});
+  }
+
+  void mark_done(RankRt& rt, OpId op, double start, double end)
+  {
+    record_done(rt, op, start, end);
     for (std::size_t i = 0; i < rt.waiters.size();) {
       if (rt.waiters[i].op == op) {
         rt.waiters[i].sem->release();
@@ -642,6 +677,13 @@ private:
 
   Message& message_of(const RankRt& rt, OpId op_id) { return msgs_[rt.msgs[rt.prog->p2p_pos[op_id]]]; }
 
+  // A message alone on its path: path latency plus bytes over the path's narrowest link.
+  double transfer_time(const Message& m) const
+  {
+    const topo::Path path = topo_.route(m.src, m.dst, 0, cfg_.seed, cfg_.pxn);
+    return topo_.path_latency(path).value() + m.bytes / topo_.path_bandwidth(path).value();
+  }
+
   void run_send(RankRt& rt, OpId op_id, sg::Semaphore& sem)
   {
     Message& m = message_of(rt, op_id);
@@ -662,13 +704,10 @@ private:
         sem.acquire();
       }
       break;
-    case CommModel::Analytical: {
-      const topo::Path path = topo_.route(m.src, m.dst, 0, cfg_.seed, cfg_.pxn);
-      const double t = topo_.path_latency(path).value() + m.bytes / topo_.path_bandwidth(path).value();
-      sg::this_actor::sleep_for(t);
+    case CommModel::Analytical:
+      sg::this_actor::sleep_for(transfer_time(m));
       deliver(m);
       break;
-    }
     case CommModel::Ideal:
       deliver(m);
       break;
@@ -733,8 +772,209 @@ private:
     }
   }
 
+  // ---- the event executor (Analytical, Ideal) ----
+  // The same rules as the actors above, as a discrete-event loop of Railyard's own ordered by (time, sequence): each
+  // op start and end is an event, with no SimGrid actor, context switch or activity behind it.
+  enum class Ev : std::uint8_t { OpDone, Retry, Deliver };
+  struct Event {
+    double t;
+    std::uint64_t seq;
+    Ev type;
+    int rank;
+    std::uint32_t arg; // lane, or message id
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
+  };
+
+  void push(double t, Ev type, int rank, std::uint32_t arg) { queue_.push({t, seq_++, type, rank, arg}); }
+
+  void run_events()
+  {
+    for (auto& rt : ranks_)
+      rt.lanes.assign(rt.prog->lanes.size(), LaneState{});
+    for (auto& rt : ranks_)
+      for (std::uint32_t l = 0; l < rt.lanes.size(); ++l)
+        advance_lane(rt, l);
+    while (!queue_.empty()) {
+      const Event e = queue_.top();
+      queue_.pop();
+      now_ = e.t;
+      switch (e.type) {
+      case Ev::OpDone:
+        finish_lane_op(ranks_[e.rank], e.arg);
+        break;
+      case Ev::Retry:
+        ranks_[e.rank].lanes[e.arg].retry = false;
+        advance_lane(ranks_[e.rank], e.arg);
+        break;
+      case Ev::Deliver:
+        delivered(e.arg);
+        break;
+      }
+    }
+    for (const auto& rt : ranks_)
+      for (std::uint32_t l = 0; l < rt.lanes.size(); ++l)
+        if (rt.lanes[l].next < rt.prog->lanes[l].size()) {
+          const OpId op = rt.prog->lanes[l][rt.lanes[l].next];
+          throw std::runtime_error(fmt::format("replay deadlocked at t = {} s: rank {} waits at {} ('{}')", now_,
+                                               rt.rank, rt.prog->g->describe(op), rt.prog->g->name(op)));
+        }
+  }
+
+  void advance_lane(RankRt& rt, std::uint32_t l)
+  {
+    LaneState& st = rt.lanes[l];
+    const auto& ops = rt.prog->lanes[l];
+    while (!st.busy && st.next < ops.size()) {
+      const OpId op = ops[st.next];
+      for (OpId d : rt.prog->g->deps(op))
+        if (!rt.done[d]) {
+          rt.lane_waiters.emplace_back(d, l);
+          return;
+        }
+      const double at = release_time(rt, op);
+      if (at > now_) {
+        if (!st.retry) {
+          st.retry = true;
+          push(at, Ev::Retry, rt.rank, l);
+        }
+        return;
+      }
+      start_lane_op(rt, l, op);
+    }
+  }
+
+  void hold(RankRt& rt, LaneState& st, std::int8_t what)
+  {
+    rt.acct.advance(now_);
+    st.holds = what;
+    if (what == kHoldCompute)
+      ++rt.acct.compute;
+    else if (what == kHoldBubble)
+      ++rt.acct.bubble;
+    else if (what >= 0)
+      ++rt.acct.comm[what];
+  }
+
+  void release(RankRt& rt, LaneState& st)
+  {
+    rt.acct.advance(now_);
+    if (st.holds == kHoldCompute)
+      --rt.acct.compute;
+    else if (st.holds == kHoldBubble)
+      --rt.acct.bubble;
+    else if (st.holds >= 0)
+      --rt.acct.comm[st.holds];
+    st.holds = -1;
+  }
+
+  void start_lane_op(RankRt& rt, std::uint32_t l, OpId op_id)
+  {
+    LaneState& st = rt.lanes[l];
+    const Op& op = rt.prog->g->op(op_id);
+    st.start = now_;
+    st.busy = true;
+    switch (op.kind) {
+    case OpKind::Compute:
+    case OpKind::Memcpy:
+      hold(rt, st, kHoldCompute);
+      push(now_ + rt.prog->duration[op_id], Ev::OpDone, rt.rank, l);
+      return;
+    case OpKind::Collective: {
+      const int comm = w_.communicator_of(rt.rank, op);
+      const int n = static_cast<int>(w_.communicators[comm].ranks.size());
+      hold(rt, st, static_cast<std::int8_t>(kind_of(comm)));
+      if (n <= 1) {
+        push(now_ + one_member_duration(rt, op_id, op), Ev::OpDone, rt.rank, l);
+        return;
+      }
+      const std::uint64_t key = (static_cast<std::uint64_t>(comm) << 32) | rt.prog->seq[op_id];
+      Instance& inst = instances_[key];
+      inst.bytes = std::max(inst.bytes, op.bytes.value());
+      inst.members.emplace_back(rt.rank, l);
+      if (++inst.arrived == n) {
+        const double end =
+            now_ + (opt_.comm == CommModel::Ideal ? 0.0 : analytical_time(rt, op_id, op, comm, inst.bytes));
+        for (const auto& [r, lane] : inst.members)
+          push(end, Ev::OpDone, r, lane);
+        instances_.erase(key);
+      }
+      return;
+    }
+    case OpKind::Send: {
+      const std::uint32_t id = rt.msgs[rt.prog->p2p_pos[op_id]];
+      Message& m = msgs_[id];
+      hold(rt, st, static_cast<std::int8_t>(m.kind));
+      m.sent = true;
+      m.send_lane = static_cast<std::int32_t>(l);
+      if (m.recv_lane >= 0) { // the receiver waits: from now on for a transfer, not for work
+        RankRt& dst = ranks_[m.dst];
+        LaneState& ds = dst.lanes[m.recv_lane];
+        release(dst, ds);
+        hold(dst, ds, static_cast<std::int8_t>(m.kind));
+      }
+      push(now_ + (opt_.comm == CommModel::Ideal ? 0.0 : transfer_time(m)), Ev::Deliver, rt.rank, id);
+      return;
+    }
+    case OpKind::Recv: {
+      Message& m = message_of(rt, op_id);
+      if (m.delivered >= 0) { // already here: nothing to wait for
+        st.busy = false;
+        record_done(rt, op_id, now_, now_);
+        ++st.next;
+        wake(rt, op_id);
+        return;
+      }
+      hold(rt, st, m.sent ? static_cast<std::int8_t>(m.kind) : kHoldBubble);
+      m.recv_lane = static_cast<std::int32_t>(l);
+      return;
+    }
+    }
+  }
+
+  void finish_lane_op(RankRt& rt, std::uint32_t l)
+  {
+    LaneState& st = rt.lanes[l];
+    release(rt, st);
+    const OpId op = rt.prog->lanes[l][st.next];
+    record_done(rt, op, st.start, now_);
+    st.busy = false;
+    ++st.next;
+    advance_lane(rt, l);
+    wake(rt, op);
+  }
+
+  // Lanes that waited for `op` try again.
+  void wake(RankRt& rt, OpId op)
+  {
+    for (std::size_t i = 0; i < rt.lane_waiters.size();) {
+      if (rt.lane_waiters[i].first == op) {
+        const std::uint32_t l = rt.lane_waiters[i].second;
+        rt.lane_waiters[i] = rt.lane_waiters.back();
+        rt.lane_waiters.pop_back();
+        advance_lane(rt, l);
+        i = 0; // advancing may have changed the list
+      } else {
+        ++i;
+      }
+    }
+  }
+
+  void delivered(std::uint32_t id)
+  {
+    Message& m = msgs_[id];
+    m.delivered = now_;
+    if (m.send_lane >= 0) finish_lane_op(ranks_[m.src], static_cast<std::uint32_t>(m.send_lane));
+    if (m.recv_lane >= 0) {
+      const auto l = static_cast<std::uint32_t>(m.recv_lane);
+      m.recv_lane = -1;
+      finish_lane_op(ranks_[m.dst], l);
+    }
+  }
+
   // ---- results ----
-  ReplayResult collect(Simulation& sim)
+  ReplayResult collect(const FlowTotals& flows)
   {
     ReplayResult out;
     out.comm = opt_.comm;
@@ -786,7 +1026,7 @@ private:
       return std::tie(a.rank, a.stream, a.start_s, a.op) < std::tie(b.rank, b.stream, b.start_s, b.op);
     });
     out.events = std::move(events_);
-    out.flows = sim.network().totals();
+    out.flows = flows;
     out.notes = std::move(notes_);
     return out;
   }
@@ -805,6 +1045,9 @@ private:
   std::map<std::tuple<int, int, double, int>, double> analytical_;
   std::vector<int> traced_;
   std::vector<TraceEvent> events_;
+  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  std::uint64_t seq_ = 0;
+  double now_ = 0;
   std::vector<std::string> notes_;
 };
 

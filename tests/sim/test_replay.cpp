@@ -288,6 +288,48 @@ TEST(Replay, GeneratedStepOnARailClusterAddsUp)
   EXPECT_LT(i[0], a[0]);
 }
 
+// The discrete-event executor and the SimGrid actors run the same rules: equal step times and breakdowns.
+TEST(Replay, EventExecutorMatchesTheSimGridActors)
+{
+  MegatronConfig c;
+  c.model.layers = 4;
+  c.model.hidden = 512;
+  c.model.heads = 8;
+  c.model.seq_length = 256;
+  c.model.vocab = 1024;
+  c.parallel.tp = 2;
+  c.parallel.pp = 2;
+  c.parallel.virtual_stages = 2;
+  c.parallel.zero_stage = 3;
+  c.training.global_batch = 8;
+  c.training.recompute = Recompute::Full;
+  for (auto mode : {sim::CommModel::Analytical, sim::CommModel::Ideal}) {
+    auto run = [&](bool events) {
+      return run_in_child([&] {
+               const Workload w = generate_megatron(c, 8);
+               const topo::Topology t = topo::build_topology(one_node(8));
+               const calibration::Profile prof = flops_only_profile(50e12);
+               sim::ReplayOptions o;
+               o.comm = mode;
+               o.discrete_events = events;
+               const auto r = sim::replay_workload(w, t, {}, &prof, o);
+               std::vector<double> v{r.step_time.value(), static_cast<double>(r.ops_executed)};
+               for (const auto& rk : r.ranks) {
+                 const auto& b = rk.breakdown;
+                 v.insert(v.end(), {b.compute_s, b.exposed_total(), b.bubble_s, b.idle_s});
+               }
+               return v;
+             })
+          .values;
+    };
+    const auto a = run(true), b = run(false);
+    ASSERT_EQ(a.size(), b.size());
+    // SimGrid's clock rounds to its precision of 1 ns (surf/precision), so a few ns apart at most.
+    for (std::size_t i = 0; i < a.size(); ++i)
+      EXPECT_NEAR(a[i], b[i], 1e-8 + 1e-9 * a[0]) << sim::to_string(mode) << " value " << i;
+  }
+}
+
 // The timeline is valid Chrome trace JSON, holds one complete event per executed op of the traced ranks with the
 // stream labels as thread names, and two runs of the same inputs write the same bytes.
 TEST(Replay, ChromeTraceIsCompleteAndDeterministic)

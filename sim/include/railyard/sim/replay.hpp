@@ -44,6 +44,9 @@ std::string to_string(CommModel m);
 
 struct ReplayOptions {
   CommModel comm = CommModel::Flows;
+  /// Analytical and Ideal run on Railyard's own discrete-event loop (no SimGrid actors: the same results, tens of
+  /// times faster); false runs them on SimGrid actors like Flows, as a cross-check.
+  bool discrete_events = true;
   bool measured_durations = true; ///< use a trace's measured compute durations where it has them
   bool host_launch = true;        ///< hold a traced op until its host launch time (Kineto launch events)
   calibration::DType dtype = calibration::DType::Bf16; ///< kernel model data type of compute ops
