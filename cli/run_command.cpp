@@ -1,6 +1,7 @@
 #include "commands.hpp"
 
 #include "railyard/sim/run.hpp"
+#include "railyard/sim/run_workload.hpp"
 
 #include <fmt/format.h>
 
@@ -17,8 +18,9 @@ void add_run_command(CLI::App& app, Action* action)
     std::optional<std::uint64_t> seed;
   };
   auto opts = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("run", "Simulate a scenario (cluster + collectives) and write summary.json and "
-                                            "collectives.csv (time, algbw, busbw per collective)");
+  CLI::App* cmd = app.add_subcommand("run", "Simulate a scenario: a cluster with collectives (writes summary.json and "
+                                            "collectives.csv: time, algbw, busbw per collective) or with a workload "
+                                            "(writes summary.json: step time, breakdown, MFU; breakdown.csv; trace.json)");
   cmd->add_option("scenario", opts->scenario, "scenario YAML file")->required();
   cmd->add_option("--out,-o", opts->out, "output folder (default: out/<scenario name>)");
   cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing)");
@@ -28,6 +30,25 @@ void add_run_command(CLI::App& app, Action* action)
       if (opts->seed)
         scenario.sim.seed = *opts->seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
+      if (scenario.workload) {
+        const sim::WorkloadRunResult w = sim::run_workload(scenario);
+        sim::write_workload_outputs(w, out);
+        const auto& r = w.replay;
+        const double step = r.step_time.value();
+        std::cout << fmt::format("workload: {} ({} ranks, {} programs)\n", w.workload.source, w.workload.world_size(),
+                                 w.workload.graphs.size());
+        std::cout << fmt::format("step time {:.6f} s   communication {}   MFU {}\n", step, sim::to_string(r.comm),
+                                 r.mfu ? fmt::format("{:.1f}%", *r.mfu * 100) : "n/a");
+        const auto& b = r.mean;
+        auto pct = [&](double v) { return step > 0 ? 100 * v / step : 0.0; };
+        std::cout << fmt::format("mean per rank: compute {:.1f}%  exposed comm {:.1f}% (TP {:.1f} PP {:.1f} DP {:.1f} "
+                                 "EP {:.1f} CP {:.1f} other {:.1f})  bubble {:.1f}%  idle {:.1f}%\n",
+                                 pct(b.compute_s), pct(b.exposed_total()), pct(b.exposed_s[0]), pct(b.exposed_s[1]),
+                                 pct(b.exposed_s[2]), pct(b.exposed_s[3]), pct(b.exposed_s[4]), pct(b.exposed_s[5]),
+                                 pct(b.bubble_s), pct(b.idle_s));
+        std::cout << "wrote " << out << "/summary.json, breakdown.csv and trace.json\n";
+        return 0;
+      }
       const sim::RunResult result = sim::run_scenario(scenario);
       sim::write_outputs(result, out);
       std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14} {:>12} {:>12}\n", "op", "ranks", "algorithm",

@@ -282,12 +282,12 @@ private:
     std::vector<int> traced;
     if (opt_.trace_ranks) {
       traced = *opt_.trace_ranks;
-    } else if (n <= 64) {
+    } else if (n <= 16) {
       traced.resize(n);
       std::iota(traced.begin(), traced.end(), 0);
     } else {
       std::vector<char> seen(w_.graphs.size(), 0);
-      for (int r = 0; r < n && traced.size() < 64; ++r)
+      for (int r = 0; r < n && traced.size() < 16; ++r)
         if (!seen[w_.ranks[r].graph]) {
           seen[w_.ranks[r].graph] = 1;
           traced.push_back(r);

@@ -218,7 +218,8 @@ std::vector<int> parse_ranks(const YamlNode& node, int gpus)
 
 Scenario parse_scenario(const YamlNode& root, bool collectives_required)
 {
-  root.expect_keys({"name", "seed", "cluster", "network", "nccl", "collectives", "description"});
+  root.expect_keys({"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile",
+                   "workload"});
   Scenario sc;
   sc.file = root.where().file;
   sc.name = root.string_or("name", "scenario");
@@ -264,6 +265,17 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   }
   if (!collectives_required && !root.has("collectives"))
     return sc;
+  if (auto p = root.get("profile")) {
+    sc.profile = resolve_scenario_path(*p, p->as_string(), sc.file);
+    sc.profile_where = p->where();
+  }
+  if (auto wl = root.get("workload")) {
+    if (root.has("collectives"))
+      root.at("collectives").fail("a scenario runs either collectives or a workload, not both",
+                                  "move the collectives into a scenario of their own");
+    sc.workload = parse_workload(*wl, sc.file);
+    return sc;
+  }
   const YamlNode list = root.at("collectives");
   const auto items = list.items();
   if (items.empty())

@@ -51,8 +51,8 @@ struct ReplayOptions {
   bool host_launch = true;        ///< hold a traced op until its host launch time (Kineto launch events)
   calibration::DType dtype = calibration::DType::Bf16; ///< kernel model data type of compute ops
   Seconds step_overhead{0}; ///< added to every lowered collective step (scenario nccl.step_overhead)
-  /// Ranks whose ops go into the timeline. Empty optional: every rank up to 64 ranks, else the first rank of each
-  /// distinct program (every pipeline stage of a generated workload) up to 64; an empty list: none.
+  /// Ranks whose ops go into the timeline. Empty optional: every rank up to 16 ranks, else the first rank of each
+  /// distinct program (every pipeline stage of a generated workload) up to 16; an empty list: none.
   std::optional<std::vector<int>> trace_ranks;
   /// Model FLOPs of the step over all GPUs, for MFU (e.g. workloads::megatron_model_flops); 0: not known.
   double model_flops = 0;

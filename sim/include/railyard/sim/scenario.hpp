@@ -7,8 +7,10 @@
 #include "railyard/models/lowering.hpp"
 #include "railyard/models/nccl_tuning.hpp"
 #include "railyard/sim/simulation.hpp"
+#include "railyard/sim/workload_spec.hpp"
 #include "railyard/topologies/topology.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,11 @@ struct Scenario {
   Seconds step_overhead{0}; ///< `nccl.step_overhead`: fixed cost added to every collective step
   NcclSettings nccl;        ///< the rest of `nccl:`
   std::vector<CollectiveSpec> collectives;
+  /// `profile:` the calibration profile (resolved path; empty: none), and where the scenario names it.
+  std::string profile;
+  InputLocation profile_where;
+  /// `workload:` a training step to generate or a trace to replay (instead of `collectives:`).
+  std::optional<WorkloadSpec> workload;
 };
 
 /// Parses a scenario file. Top-level keys: name, seed, cluster, network, nccl, collectives.

@@ -1,0 +1,35 @@
+// The `workload:` section of a scenario: a generated training step or a trace to replay, and how to replay it.
+// Field by field in sim/README.md, "Workload replay".
+#pragma once
+
+#include "railyard/common/yaml.hpp"
+#include "railyard/sim/replay.hpp"
+#include "railyard/workloads/generator.hpp"
+#include "railyard/workloads/readers.hpp"
+
+#include <string>
+#include <vector>
+
+namespace railyard::sim {
+
+struct WorkloadSpec {
+  enum class Kind { Megatron, Trace };
+  Kind kind = Kind::Megatron;
+  workloads::MegatronConfig megatron;
+  std::string trace_format;              ///< chakra, kineto, simai, astrasim1, aicb
+  std::vector<std::string> trace_paths;  ///< resolved paths
+  std::string comm_group_file;           ///< chakra: comm_group.json (resolved), empty: next to the traces
+  workloads::LayerWorkloadOptions layer; ///< text formats: world_size, model_parallel, tick
+  bool infer_cross_stream_deps = true;   ///< kineto
+  ReplayOptions replay;
+  InputLocation where; ///< the section
+};
+
+/// Parses `workload:`. Relative paths are resolved against the scenario file's folder, then the working directory.
+WorkloadSpec parse_workload(const YamlNode& node, const std::string& scenario_file);
+
+/// A path named in a scenario: absolute as is; relative, the first that exists of <scenario folder>/path and
+/// ./path. A path that exists nowhere is an InputError at `where` listing both places.
+std::string resolve_scenario_path(const YamlNode& where, const std::string& path, const std::string& scenario_file);
+
+} // namespace railyard::sim

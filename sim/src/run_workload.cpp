@@ -1,0 +1,183 @@
+#include "railyard/sim/run_workload.hpp"
+
+#include "railyard/sim/nccl_resolve.hpp"
+#include "railyard/workloads/generator.hpp"
+#include "railyard/workloads/readers.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace railyard::sim {
+
+namespace {
+
+workloads::Workload load_workload(const Scenario& sc, ReplayOptions& options)
+{
+  const WorkloadSpec& spec = *sc.workload;
+  if (spec.kind == WorkloadSpec::Kind::Megatron) {
+    options.model_flops = workloads::megatron_model_flops(spec.megatron);
+    return workloads::generate_megatron(spec.megatron, sc.cluster.gpus());
+  }
+  const auto& f = spec.trace_format;
+  if (f == "chakra") {
+    workloads::ChakraOptions o;
+    o.comm_group_file = spec.comm_group_file;
+    return workloads::read_chakra(spec.trace_paths.front(), o);
+  }
+  if (f == "kineto") {
+    workloads::KinetoOptions o;
+    o.infer_cross_stream_deps = spec.infer_cross_stream_deps;
+    return workloads::read_kineto(spec.trace_paths, o);
+  }
+  if (f == "simai") return workloads::read_simai_workload(spec.trace_paths.front(), spec.layer);
+  if (f == "astrasim1") return workloads::read_astrasim1_workload(spec.trace_paths.front(), spec.layer);
+  return workloads::read_aicb_physical_workload(spec.trace_paths.front(), spec.layer);
+}
+
+std::string num(double v)
+{
+  return fmt::format("{}", v);
+}
+
+const char* kKindNames[kGroupKinds] = {"tp", "pp", "dp", "ep", "cp", "other"};
+
+nlohmann::ordered_json breakdown_json(const TimeBreakdown& b, double step)
+{
+  nlohmann::ordered_json j;
+  auto frac = [&](double v) { return step > 0 ? v / step : 0.0; };
+  j["compute_s"] = b.compute_s;
+  nlohmann::ordered_json exposed, comm;
+  for (std::size_t k = 0; k < kGroupKinds; ++k) {
+    exposed[kKindNames[k]] = b.exposed_s[k];
+    comm[kKindNames[k]] = b.comm_s[k];
+  }
+  j["exposed_communication_s"] = exposed;
+  j["bubble_s"] = b.bubble_s;
+  j["idle_s"] = b.idle_s;
+  j["communication_incl_overlapped_s"] = comm;
+  nlohmann::ordered_json f;
+  f["compute"] = frac(b.compute_s);
+  f["exposed_communication"] = frac(b.exposed_total());
+  f["bubble"] = frac(b.bubble_s);
+  f["idle"] = frac(b.idle_s);
+  j["fractions_of_step"] = f;
+  return j;
+}
+
+} // namespace
+
+WorkloadRunResult run_workload(const Scenario& scenario)
+{
+  if (!scenario.workload)
+    throw InputError({scenario.file, 0, "workload"}, "the scenario has no workload section",
+                     "add 'workload:' (generator or trace)");
+  const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
+  WorkloadRunResult result;
+  result.scenario = scenario;
+  result.topology = topology.summary();
+  std::optional<calibration::Profile> profile;
+  if (!scenario.profile.empty()) {
+    profile = calibration::read_profile(scenario.profile);
+    result.profile_system = profile->system;
+  }
+  ReplayOptions options = scenario.workload->replay;
+  options.step_overhead = scenario.step_overhead;
+  options.lower = [&scenario, &topology](const models::CollectiveCall& call, const InputLocation& where) {
+    const models::CollectiveCall resolved = resolve_call(call, topology, scenario.nccl, where);
+    return models::lower(lowering_input(resolved, topology, scenario.nccl, scenario.step_overhead));
+  };
+  if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && !profile)
+    throw InputError(scenario.workload->where,
+                     "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
+                     "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+  result.workload = load_workload(scenario, options);
+  result.replay = replay_workload(result.workload, topology, scenario.sim, profile ? &*profile : nullptr, options);
+  return result;
+}
+
+void write_workload_outputs(const WorkloadRunResult& result, const std::string& dir)
+{
+  namespace fs = std::filesystem;
+  const fs::path final_dir(dir);
+  const fs::path partial = final_dir.string() + ".partial";
+  fs::remove_all(partial);
+  fs::create_directories(partial);
+  const ReplayResult& r = result.replay;
+  const double step = r.step_time.value();
+
+  {
+    std::ofstream csv(partial / "breakdown.csv");
+    csv << "rank,first_start_s,last_end_s,compute_s";
+    for (const char* k : kKindNames)
+      csv << ",exposed_" << k << "_s";
+    csv << ",bubble_s,idle_s";
+    for (const char* k : kKindNames)
+      csv << ",comm_" << k << "_s";
+    csv << "\n";
+    for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+      const auto& rk = r.ranks[i];
+      const auto& b = rk.breakdown;
+      csv << fmt::format("{},{},{},{}", i, num(rk.first_start.value()), num(rk.last_end.value()), num(b.compute_s));
+      for (double v : b.exposed_s)
+        csv << "," << num(v);
+      csv << "," << num(b.bubble_s) << "," << num(b.idle_s);
+      for (double v : b.comm_s)
+        csv << "," << num(v);
+      csv << "\n";
+    }
+  }
+  {
+    std::ofstream out(partial / "trace.json");
+    write_chrome_trace(r, result.workload, out);
+  }
+
+  const auto& w = result.workload;
+  std::size_t ops = 0;
+  for (int rank = 0; rank < w.world_size(); ++rank)
+    ops += w.graph_of(rank).size();
+  nlohmann::ordered_json j;
+  j["status"] = "complete";
+  j["railyard_version"] = "0.1.0";
+  j["scenario"] = result.scenario.name;
+  j["scenario_file"] = result.scenario.file;
+  j["seed"] = result.scenario.sim.seed;
+  j["backend"] = to_string(result.scenario.sim.backend);
+  j["cluster_kind"] = topo::to_string(result.scenario.cluster.kind);
+  j["gpus"] = result.topology.gpus;
+  nlohmann::ordered_json wl;
+  wl["source"] = w.source;
+  wl["ranks"] = w.world_size();
+  wl["programs"] = w.graphs.size();
+  wl["communicators"] = w.communicators.size();
+  wl["ops"] = ops;
+  wl["notes"] = w.notes;
+  j["workload"] = wl;
+  j["profile"] = result.profile_system;
+  j["communication"] = to_string(r.comm);
+  j["step_time_s"] = step;
+  j["start_s"] = r.start.value();
+  j["model_flops"] = r.model_flops;
+  j["hardware_flops"] = r.hardware_flops;
+  j["peak_flops_per_gpu"] = r.peak_flops;
+  j["mfu"] = r.mfu ? nlohmann::ordered_json(*r.mfu) : nlohmann::ordered_json(nullptr);
+  j["hfu"] = r.hfu ? nlohmann::ordered_json(*r.hfu) : nlohmann::ordered_json(nullptr);
+  j["breakdown_mean_over_ranks"] = breakdown_json(r.mean, step);
+  j["traced_ranks"] = r.traced_ranks;
+  j["ops_executed"] = r.ops_executed;
+  j["flows"] = {{"sent", r.flows.flows_sent},
+                {"received", r.flows.flows_received},
+                {"wire_bytes_sent", r.flows.bytes_sent},
+                {"wire_bytes_received", r.flows.bytes_received}};
+  j["notes"] = r.notes;
+  {
+    std::ofstream out(partial / "summary.json");
+    out << j.dump(2) << "\n";
+  }
+  fs::remove_all(final_dir);
+  fs::rename(partial, final_dir);
+}
+
+} // namespace railyard::sim

@@ -1,0 +1,226 @@
+#include "railyard/sim/workload_spec.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace railyard::sim {
+
+namespace fs = std::filesystem;
+
+std::string resolve_scenario_path(const YamlNode& where, const std::string& path, const std::string& scenario_file)
+{
+  if (path.empty()) where.fail("the path is empty", "give a file name");
+  const fs::path p(path);
+  if (p.is_absolute()) {
+    if (!fs::exists(p)) where.fail(fmt::format("'{}' does not exist", path), "give the path of an existing file");
+    return path;
+  }
+  const fs::path beside = fs::path(scenario_file).parent_path() / p;
+  if (!scenario_file.empty() && fs::exists(beside)) return beside.lexically_normal().string();
+  if (fs::exists(p)) return path;
+  where.fail(fmt::format("'{}' exists neither beside the scenario ({}) nor in the working directory", path,
+                         beside.lexically_normal().string()),
+             "give a path relative to the scenario file, or an absolute one");
+}
+
+namespace {
+
+int positive_int(const YamlNode& parent, std::string_view key, int fallback, int min = 1)
+{
+  auto n = parent.get(key);
+  if (!n) return fallback;
+  const auto v = n->as_int();
+  if (v < min || v > 1'000'000'000)
+    n->fail(fmt::format("{} = {} is outside {}..1e9", key, v, min), fmt::format("give a whole number >= {}", min));
+  return static_cast<int>(v);
+}
+
+// Records where each generator field was given, for the generator's messages ("parallel.tp" -> file:line).
+void note_where(workloads::MegatronConfig& c, const YamlNode& section, const std::string& prefix)
+{
+  for (const auto& k : section.keys())
+    c.where[prefix + "." + k] = section.at(k).where();
+}
+
+int dtype_bytes(const YamlNode& n, calibration::DType& out)
+{
+  const std::string s = n.as_string();
+  const auto t = calibration::dtype_from_string(s);
+  if (!t || *t == calibration::DType::Tf32)
+    n.fail(fmt::format("unknown training dtype '{}'", s), "use bf16, fp16, fp8 or fp32");
+  out = *t;
+  switch (*t) {
+  case calibration::DType::Fp8:
+    return 1;
+  case calibration::DType::Fp32:
+    return 4;
+  default:
+    return 2;
+  }
+}
+
+void parse_megatron(const YamlNode& node, WorkloadSpec& w)
+{
+  node.expect_keys({"generator", "model", "parallel", "training", "replay"});
+  auto& c = w.megatron;
+  c.where[""] = node.where();
+  const YamlNode model = node.at("model");
+  model.expect_keys({"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "gated_mlp", "seq_length", "vocab",
+                     "experts", "top_k", "moe_ffn_hidden", "flash_attention", "name"});
+  note_where(c, model, "model");
+  c.model.layers = positive_int(model, "layers", 0);
+  c.model.hidden = positive_int(model, "hidden", 0);
+  c.model.heads = positive_int(model, "heads", 0);
+  c.model.kv_heads = positive_int(model, "kv_heads", 0, 0);
+  c.model.ffn_hidden = positive_int(model, "ffn_hidden", 0, 0);
+  c.model.gated_mlp = model.bool_or("gated_mlp", false);
+  c.model.seq_length = positive_int(model, "seq_length", 0);
+  c.model.vocab = positive_int(model, "vocab", 0);
+  c.model.experts = positive_int(model, "experts", 0, 0);
+  c.model.top_k = positive_int(model, "top_k", 0, 0);
+  c.model.moe_ffn_hidden = positive_int(model, "moe_ffn_hidden", 0, 0);
+  c.model.flash_attention = model.bool_or("flash_attention", true);
+  for (const char* k : {"layers", "hidden", "heads", "seq_length", "vocab"})
+    (void)model.at(k);
+  if (auto p = node.get("parallel")) {
+    p->expect_keys({"tp", "pp", "dp", "cp", "ep", "virtual_stages", "sequence_parallel", "zero", "bucket_params",
+                    "overlap_param_gather"});
+    note_where(c, *p, "parallel");
+    if (auto z = p->get("zero")) c.where["parallel.zero"] = z->where();
+    c.parallel.tp = positive_int(*p, "tp", 1);
+    c.parallel.pp = positive_int(*p, "pp", 1);
+    c.parallel.dp = positive_int(*p, "dp", 0, 0);
+    c.parallel.cp = positive_int(*p, "cp", 1);
+    c.parallel.ep = positive_int(*p, "ep", 1);
+    c.parallel.virtual_stages = positive_int(*p, "virtual_stages", 1);
+    c.parallel.sequence_parallel = p->bool_or("sequence_parallel", true);
+    c.parallel.zero_stage = positive_int(*p, "zero", 1, 0);
+    if (auto b = p->get("bucket_params")) c.parallel.bucket_params = b->as_double();
+    c.parallel.overlap_param_gather = p->bool_or("overlap_param_gather", false);
+  }
+  const YamlNode t = node.at("training");
+  t.expect_keys({"micro_batch", "global_batch", "recompute", "dtype", "grad_dtype"});
+  note_where(c, t, "training");
+  c.training.micro_batch = positive_int(t, "micro_batch", 1);
+  c.training.global_batch = positive_int(t, "global_batch", 0);
+  (void)t.at("global_batch");
+  if (auto r = t.get("recompute")) {
+    const std::string s = r->as_string();
+    if (s == "none")
+      c.training.recompute = workloads::Recompute::None;
+    else if (s == "selective")
+      c.training.recompute = workloads::Recompute::Selective;
+    else if (s == "full")
+      c.training.recompute = workloads::Recompute::Full;
+    else
+      r->fail(fmt::format("unknown recompute '{}'", s), "use none, selective or full");
+  }
+  if (auto d = t.get("dtype")) c.training.bytes_per_element = dtype_bytes(*d, w.replay.dtype);
+  if (auto g = t.get("grad_dtype")) {
+    calibration::DType unused{};
+    c.training.grad_bytes_per_element = dtype_bytes(*g, unused);
+  }
+  w.replay.model_flops = 0; // filled in by run_workload once the step is generated
+}
+
+void parse_trace(const YamlNode& node, const std::string& scenario_file, WorkloadSpec& w)
+{
+  node.expect_keys(
+      {"trace", "path", "comm_group", "world_size", "model_parallel", "tick", "infer_cross_stream_deps", "replay"});
+  const YamlNode fmt_node = node.at("trace");
+  w.trace_format = fmt_node.as_string();
+  static const std::vector<std::string> kFormats{"chakra", "kineto", "simai", "astrasim1", "aicb"};
+  if (std::find(kFormats.begin(), kFormats.end(), w.trace_format) == kFormats.end())
+    fmt_node.fail(fmt::format("unknown trace format '{}'", w.trace_format),
+                  "use chakra, kineto, simai, astrasim1 or aicb");
+  const YamlNode path = node.at("path");
+  if (path.is_sequence()) {
+    for (const auto& p : path.items())
+      w.trace_paths.push_back(resolve_scenario_path(p, p.as_string(), scenario_file));
+  } else {
+    // A Chakra prefix names no file itself: resolve its folder.
+    const std::string p = path.as_string();
+    if (w.trace_format == "chakra" && !std::filesystem::exists(fs::path(scenario_file).parent_path() / p) &&
+        !std::filesystem::exists(p)) {
+      const fs::path rel(p);
+      const std::string folder =
+          resolve_scenario_path(path, rel.parent_path().empty() ? "." : rel.parent_path().string(), scenario_file);
+      w.trace_paths.push_back((fs::path(folder) / rel.filename()).string());
+    } else {
+      w.trace_paths.push_back(resolve_scenario_path(path, p, scenario_file));
+    }
+  }
+  if (w.trace_paths.empty()) path.fail("no trace files", "give a path or a list of paths");
+  if (auto cg = node.get("comm_group")) w.comm_group_file = resolve_scenario_path(*cg, cg->as_string(), scenario_file);
+  w.layer.world_size = positive_int(node, "world_size", 0, 0);
+  w.layer.model_parallel = positive_int(node, "model_parallel", 0, 0);
+  if (auto t = node.get("tick")) {
+    w.layer.tick = t->as_seconds();
+    if (!(w.layer.tick.value() > 0)) t->fail("tick must be positive", "give the length of one time unit, e.g. '1 ns'");
+  }
+  w.infer_cross_stream_deps = node.bool_or("infer_cross_stream_deps", true);
+}
+
+void parse_replay(const YamlNode& node, WorkloadSpec& w)
+{
+  auto r = node.get("replay");
+  if (!r) return;
+  r->expect_keys({"communication", "measured_durations", "host_launch", "trace_ranks"});
+  if (auto c = r->get("communication")) {
+    const std::string s = c->as_string();
+    if (s == "flows")
+      w.replay.comm = CommModel::Flows;
+    else if (s == "analytical")
+      w.replay.comm = CommModel::Analytical;
+    else if (s == "ideal")
+      w.replay.comm = CommModel::Ideal;
+    else
+      c->fail(fmt::format("unknown communication model '{}'", s),
+              "use flows (every transfer on the network), analytical (each collective alone on the fabric) or ideal");
+  }
+  w.replay.measured_durations = r->bool_or("measured_durations", true);
+  w.replay.host_launch = r->bool_or("host_launch", true);
+  if (auto t = r->get("trace_ranks")) {
+    std::vector<int> ranks;
+    if (t->is_scalar() && t->as_string() == "none") {
+      w.replay.trace_ranks = ranks;
+    } else {
+      for (const auto& item : t->items()) {
+        const auto v = item.as_int();
+        if (v < 0) item.fail("a rank is negative", "list ranks from 0");
+        ranks.push_back(static_cast<int>(v));
+      }
+      w.replay.trace_ranks = ranks;
+    }
+  }
+}
+
+} // namespace
+
+WorkloadSpec parse_workload(const YamlNode& node, const std::string& scenario_file)
+{
+  WorkloadSpec w;
+  w.where = node.where();
+  if (!node.is_map())
+    node.fail("workload is a map", "write 'workload: {generator: megatron, ...}' or 'workload: {trace: ...}'");
+  if (node.has("generator")) {
+    const YamlNode g = node.at("generator");
+    if (g.as_string() != "megatron")
+      g.fail(fmt::format("unknown generator '{}'", g.as_string()), "use generator: megatron");
+    if (node.has("trace"))
+      node.at("trace").fail("a workload is generated or read, not both", "keep generator or trace");
+    w.kind = WorkloadSpec::Kind::Megatron;
+    parse_megatron(node, w);
+  } else if (node.has("trace")) {
+    w.kind = WorkloadSpec::Kind::Trace;
+    parse_trace(node, scenario_file, w);
+  } else {
+    node.fail("the workload names neither a generator nor a trace",
+              "add 'generator: megatron' with model, parallel and training, or 'trace: kineto' with a path");
+  }
+  parse_replay(node, w);
+  return w;
+}
+
+} // namespace railyard::sim
