@@ -1,0 +1,142 @@
+// Wall time and peak memory to simulate one training step: the two 1,024-GPU examples (examples/gpt3_175b_1024.yaml,
+// examples/llama3_70b_1024.yaml) and an 8,192-GPU Llama-3-405B-class step, each in its own child process
+// (railyard::run_in_child: SimGrid keeps one engine per process, and each row's peak memory is its own). Every row is
+// also given as a ratio to a baseline measured in the same invocation (GPT-3 175B on 64 A100s, Korthikanti et al.
+// 2022's configuration), so runs on machines of different speed or load compare.
+//
+// What is timed: generating the step (or nothing more than reading the scenario), and replaying it (run_workload);
+// writing summary.json, breakdown.csv and trace.json is not included.
+//
+// Usage: bench_training_step [--flows]   (--flows adds the 64-GPU step with every transfer on the network, with 8
+//                                          micro-batches, on the fluid and the SimGrid backends; the latter ~2 min)
+#include "railyard/common/child_process.hpp"
+#include "railyard/sim/run_workload.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace railyard;
+
+namespace {
+
+const std::filesystem::path kRoot = std::filesystem::path(__FILE__).parent_path().parent_path();
+
+std::string profile(const char* name)
+{
+  return (kRoot / "calibration/profiles" / name).string();
+}
+
+// GPT-3 175B as Korthikanti et al. 2022 ran it on 64 A100s (tp 8, pp 8, 64 micro-batches).
+std::string baseline_yaml(const std::string& communication, int global_batch, const std::string& backend)
+{
+  return fmt::format(R"(name: baseline_gpt3_175b_64
+cluster:
+  kind: rail_optimized
+  nodes: 8
+  gpus_per_node: 8
+  node: {{nvlink_bandwidth: 240 GB/s, nvlink_latency: 0.5 us, pcie_bandwidth: 32 GB/s}}
+  nic: {{bandwidth: 200 Gb/s, latency: 1 us}}
+  fabric: {{leaf_downlinks: 20, oversubscription: 1, link_bandwidth: 200 Gb/s, link_latency: 0.6 us}}
+network: {{backend: {}}}
+nccl: {{system: dgx_a100}}
+profile: {}
+workload:
+  generator: megatron
+  model: {{layers: 96, hidden: 12288, heads: 96, seq_length: 2048, vocab: 51200, flash_attention: false}}
+  parallel: {{tp: 8, pp: 8}}
+  training: {{micro_batch: 1, global_batch: {}, recompute: selective}}
+  replay: {{communication: {}, trace_ranks: none}}
+)",
+                     backend, profile("dgx_a100_ib_hdr.yaml"), global_batch, communication);
+}
+
+// Llama 3 405B-class on 8,192 H100s as Meta describes its run (Dubey et al. 2024, section 3.3.2: tp 8, pp 16, dp 64;
+// 16M tokens per step = 2048 sequences of 8192), with 128 layers instead of 126 so the 16 stages hold 8 layers each,
+// interleaved with 2 chunks per stage.
+std::string llama405_yaml()
+{
+  return fmt::format(R"(name: llama3_405b_8192
+cluster:
+  kind: rail_optimized
+  nodes: 1024
+  gpus_per_node: 8
+  node: {{nvlink_bandwidth: 370.8 GB/s, nvlink_latency: 0.5 us, pcie_bandwidth: 64 GB/s}}
+  nic: {{bandwidth: 400 Gb/s, latency: 1 us}}
+  fabric: {{leaf_downlinks: 32, oversubscription: 1, link_bandwidth: 400 Gb/s, link_latency: 0.6 us}}
+nccl: {{system: dgx_h100}}
+profile: {}
+workload:
+  generator: megatron
+  model: {{layers: 128, hidden: 16384, heads: 128, kv_heads: 8, ffn_hidden: 53248, gated_mlp: true, seq_length: 8192,
+          vocab: 128256}}
+  parallel: {{tp: 8, pp: 16, virtual_stages: 2, dp: 64, zero: 1}}
+  training: {{micro_batch: 1, global_batch: 2048, recompute: selective}}
+  replay: {{communication: analytical, trace_ranks: none}}
+)",
+                     profile("dgx_h100_ib_ndr.yaml"));
+}
+
+struct Row {
+  std::string name;
+  std::function<sim::Scenario()> scenario;
+};
+
+sim::Scenario from_text(const std::string& text, const std::string& name)
+{
+  return sim::parse_scenario(YamlNode::load_string(text, name));
+}
+
+sim::Scenario from_file(const std::string& path)
+{
+  sim::Scenario s = sim::load_scenario(path);
+  s.workload->replay.trace_ranks = std::vector<int>{};
+  return s;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  const bool flows = argc > 1 && std::strcmp(argv[1], "--flows") == 0;
+  std::vector<Row> rows = {
+      {"baseline: GPT-3 175B, 64 A100, analytical",
+       [] { return from_text(baseline_yaml("analytical", 64, "simgrid"), "baseline"); }},
+      {"examples/gpt3_175b_1024.yaml (1,024 H100)",
+       [] { return from_file((kRoot / "examples/gpt3_175b_1024.yaml").string()); }},
+      {"examples/llama3_70b_1024.yaml (1,024 H100)",
+       [] { return from_file((kRoot / "examples/llama3_70b_1024.yaml").string()); }},
+      {"Llama-3-405B-class, 8,192 H100, analytical", [] { return from_text(llama405_yaml(), "llama405"); }},
+  };
+  if (flows) {
+    rows.push_back({"GPT-3 175B, 64 A100, 8 micro-batches, flows (fluid)",
+                    [] { return from_text(baseline_yaml("flows", 8, "fluid"), "flows_fluid"); }});
+    rows.push_back({"GPT-3 175B, 64 A100, 8 micro-batches, flows (simgrid)",
+                    [] { return from_text(baseline_yaml("flows", 8, "simgrid"), "flows_simgrid"); }});
+  }
+  fmt::print("{:<52} {:>6} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9}\n", "step", "GPUs", "ops", "step(s)", "wall(s)",
+             "peak(MiB)", "wall/base", "mem/base");
+  double base_wall = 0, base_rss = 0;
+  for (const Row& row : rows) {
+    const ChildResult r = run_in_child([&] {
+      const sim::Scenario sc = row.scenario();
+      const sim::WorkloadRunResult w = sim::run_workload(sc);
+      return std::vector<double>{static_cast<double>(w.workload.world_size()),
+                                 static_cast<double>(w.replay.ops_executed), w.replay.step_time.value()};
+    });
+    if (base_wall == 0) {
+      base_wall = r.wall_seconds;
+      base_rss = r.max_rss_bytes;
+    }
+    fmt::print("{:<52} {:>6.0f} {:>12.0f} {:>11.4f} {:>11.2f} {:>11.1f} {:>9.2f} {:>9.2f}\n", row.name, r.values[0],
+               r.values[1], r.values[2], r.wall_seconds, r.max_rss_bytes / (1024.0 * 1024.0),
+               r.wall_seconds / base_wall, r.max_rss_bytes / base_rss);
+  }
+  fmt::print("\nops: ops executed over all ranks; step(s): simulated step time; wall: generation + replay in a child "
+             "process; peak: its maximum resident set size\n");
+  return 0;
+}
