@@ -161,6 +161,27 @@ TEST(ReplayTraces, DlrmEightRanksCloseToTheJobSpan)
   EXPECT_NEAR(r[0], span, span * 0.05);
 }
 
+// ASTRA-sim's MSCCL ring all-reduce as a Chakra trace (8 ranks; per rank 14 COMM_SEND_NODEs of 131,072 bytes, each
+// step's receive issued after its send: a rendezvous send would deadlock it). With eager sends every one of the
+// 8 x 14 messages is delivered once.
+TEST(ReplayTraces, ChakraRingAllReduceReplaysWithEagerSends)
+{
+  const auto out = run_in_child([] {
+    const auto w =
+        workloads::read_chakra(kTraces + "/chakra_et/astrasim_custom_ring_allreduce_8npus_1MB/custom_allreduce");
+    const topo::Topology t = topo::build_topology(node_of(8, 100));
+    sim::ReplayOptions o;
+    o.trace_ranks = std::vector<int>{};
+    const auto r = sim::replay_workload(w, t, {}, nullptr, o);
+    return std::vector<double>{static_cast<double>(r.flows.flows_sent), static_cast<double>(r.flows.flows_received),
+                               r.flows.bytes_received, r.step_time.value()};
+  }).values;
+  EXPECT_EQ(out[0], 8 * 14);
+  EXPECT_EQ(out[1], 8 * 14);
+  EXPECT_EQ(out[2], 8 * 14 * 131072.0);
+  EXPECT_GT(out[3], 0);
+}
+
 // ---- bad input through the binary ----
 
 namespace {
