@@ -99,6 +99,19 @@ void Net::resolve(double t)
         ls.in_f++;
       }
     }
+    // One flow alone on all its links (a ring's edge, most of the time): its rate is its slowest link or its cap.
+    if (f_.size() == 1) {
+      bool alone = true;
+      double rate = effective_cap(flows_[f_[0]]);
+      for (std::uint32_t l : l_) {
+        alone = alone && links_[l].mm.size() == 1;
+        rate = std::min(rate, links_[l].capacity);
+      }
+      if (alone) {
+        flows_[f_[0]].new_rate = rate;
+        break;
+      }
+    }
     // What the fixed flows already use.
     for (std::uint32_t l : l_) {
       LinkState& ls = links_[l];
@@ -206,7 +219,7 @@ void Net::commit(std::uint32_t f, double t)
     for (int i = 0; i < fl.n_mm; ++i) {
       const std::uint32_t l = fl.links[fl.mm_hop[i]];
       integrate(l, t);
-      links_[l].rate_sum += fl.new_rate - old;
+      aux_[l].rate_sum += fl.new_rate - old;
     }
   if (fl.fab != kNone) {
     // A queued flow's rate is what it injects; the queue model moves its bytes.

@@ -59,6 +59,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
   for (std::size_t v = 0; v < topo_.num_vertices(); ++v)
     max_tier = std::max(max_tier, topo_.vertex(v).tier);
   links_.resize(topo_.num_links());
+  aux_.resize(topo_.num_links());
   for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
     LinkState& l = links_[id];
     l.capacity = topo_.link(id).bandwidth.value();
@@ -72,7 +73,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     // Up*/down* paths visit egress ports in this order: up by source tier, then down by target tier.
     l.stage = to.tier > from.tier ? from.tier : 2 * max_tier - to.tier;
     if (cfg_.pfc.enabled) {
-      l.headroom = cfg_.pfc.headroom.value() > 0
+      aux_[id].headroom = cfg_.pfc.headroom.value() > 0
                        ? cfg_.pfc.headroom.value()
                        : models::cc::required_headroom(topo_.link(id).bandwidth, topo_.link(id).latency,
                                                        cfg_.pfc.response_time, cfg_.mtu)
@@ -134,10 +135,13 @@ std::uint32_t Net::self_index()
 
 Conn& Net::connection(int src, int dst, std::uint64_t tag)
 {
-  auto [it, inserted] = conns_.try_emplace(ConnKey{src, dst, tag});
+  bool inserted = false;
+  Conn& c = conns_.get((static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+                           static_cast<std::uint32_t>(dst),
+                       tag, inserted);
   if (inserted)
-    it->second.priority = cfg_.pfc.priority;
-  return it->second;
+    c.priority = cfg_.pfc.priority;
+  return c;
 }
 
 void Net::set_priority(int src, int dst, std::uint64_t tag, int priority)
@@ -301,17 +305,29 @@ void Net::wake(std::uint32_t actor)
 
 void Net::push(double t, EventKind kind, std::uint32_t a, std::uint32_t b)
 {
-  heap_.push_back(Event{t, seq_++, a, b, kind});
-  std::push_heap(heap_.begin(), heap_.end(), EventLater{});
+  std::uint32_t k;
+  if (t == last_date_) {
+    k = last_bucket_;
+  } else {
+    auto [it, inserted] = dates_.try_emplace(t, kNone);
+    if (inserted) {
+      if (!free_buckets_.empty()) {
+        it->second = free_buckets_.back();
+        free_buckets_.pop_back();
+      } else {
+        buckets_.emplace_back();
+        it->second = static_cast<std::uint32_t>(buckets_.size() - 1);
+      }
+      buckets_[it->second].t = t;
+    }
+    k = it->second;
+    last_date_ = t;
+    last_bucket_ = k;
+  }
+  buckets_[k].events.push_back(Event{a, b, kind, t});
 }
 
-Event Net::pop()
-{
-  std::pop_heap(heap_.begin(), heap_.end(), EventLater{});
-  Event e = heap_.back();
-  heap_.pop_back();
-  return e;
-}
+double Net::next_time() const { return dates_.empty() ? kInf : dates_.begin()->first; }
 
 void Net::arm(double t)
 {
@@ -335,13 +351,25 @@ void Net::process(double t)
   if (queues_)
     advance_queues(t);
   while (true) {
-    while (!heap_.empty() && heap_.front().t <= t)
-      dispatch(pop(), t);
+    while (next_time() <= t) {
+      // The earliest date's bucket, in posting order; what its events post at the same date joins its end.
+      const auto first = dates_.begin();
+      const std::uint32_t k = first->second;
+      for (std::size_t i = 0; i < buckets_[k].events.size(); ++i) {
+        const Event e = buckets_[k].events[i];
+        dispatch(e, t);
+      }
+      dates_.erase(first);
+      if (last_bucket_ == k)
+        last_date_ = -kInf;
+      buckets_[k].events.clear();
+      free_buckets_.push_back(k);
+    }
     if (!pending_.empty())
       start_pending(t);
-    if (!dirty_.empty())
+    if (!dirty_.empty() || !lonely_dirty_.empty())
       resolve(t);
-    if (heap_.empty() || heap_.front().t > t)
+    if (next_time() > t)
       break;
   }
   if (queues_ && fabric_flows_ > 0 && !step_scheduled_) {
@@ -352,8 +380,8 @@ void Net::process(double t)
     sample_scheduled_ = true;
     push(sample_t_ + cfg_.sample_interval.value(), EventKind::Sample, 0, 0);
   }
-  if (!heap_.empty())
-    arm(heap_.front().t);
+  if (next_time() < kInf)
+    arm(next_time());
 }
 
 void Net::dispatch(const Event& e, double now)
@@ -405,6 +433,22 @@ std::uint32_t Net::alloc_flow()
   return f;
 }
 
+const topo::Path* Net::single_path(int src, int dst)
+{
+  bool inserted = false;
+  PairRoute& pr = pair_routes_.get(static_cast<std::uint64_t>(src), static_cast<std::uint64_t>(dst), inserted);
+  if (!pr.known) {
+    pr.known = true;
+    const auto paths = topo_.all_paths(src, dst, pxn_, 2);
+    pr.single = paths.size() == 1;
+    if (pr.single) {
+      pr.path = static_cast<std::uint32_t>(single_paths_.size());
+      single_paths_.push_back(paths.front());
+    }
+  }
+  return pr.single ? &single_paths_[pr.path] : nullptr;
+}
+
 const std::vector<topo::Path>& Net::spray_paths(int src, int dst)
 {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
@@ -417,9 +461,8 @@ const std::vector<topo::Path>& Net::spray_paths(int src, int dst)
 void Net::start_pending(double t)
 {
   // Swap out first: starting a flow never posts new transfers, but keep the loop independent of that.
-  std::vector<std::uint32_t> batch;
-  batch.swap(pending_);
-  for (std::uint32_t m : batch) {
+  starting_.swap(pending_);
+  for (std::uint32_t m : starting_) {
     Message& msg = messages_[m];
     msg.start = t;
     ++report_.stats.messages;
@@ -433,10 +476,15 @@ void Net::start_pending(double t)
                    static_cast<int>(p) + qp * static_cast<int>(paths.size()), t);
     } else {
       for (int qp = 0; qp < q; ++qp) {
+        if (const topo::Path* only = single_path(msg.src, msg.dst)) {
+          add_flow(m, *only, msg.bytes / q, 1.0, qp, t);
+          continue;
+        }
         std::uint64_t key;
         if (cfg_.ecmp == EcmpMode::PerFlow) {
-          const std::uint64_t pair = (static_cast<std::uint64_t>(msg.src) << 32) | static_cast<std::uint32_t>(msg.dst);
-          key = flows_per_pair_[pair]++;
+          bool inserted = false;
+          key = flows_per_pair_.get(static_cast<std::uint64_t>(msg.src), static_cast<std::uint64_t>(msg.dst),
+                                    inserted)++;
         } else {
           // The QP's 5-tuple: both ends, the connection and the QP. Topology::route's switch hash sees only this key,
           // so the pair must be in it, or every pair's QP 0 would take the same uplink.
@@ -447,6 +495,7 @@ void Net::start_pending(double t)
       }
     }
   }
+  starting_.clear();
 }
 
 void Net::add_flow(std::uint32_t m, const topo::Path& path, double bytes, double weight, int qp, double t)
@@ -489,11 +538,12 @@ void Net::add_flow(std::uint32_t m, const topo::Path& path, double bytes, double
   for (std::size_t h = 0; h < path.size(); ++h) {
     const std::uint32_t l = fl.links[h];
     LinkState& ls = links_[l];
-    LinkTotals& tot = report_.stats.links[l];
-    tot.flows++;
-    tot.max_flows = std::max(tot.max_flows, ++ls.flows_now);
-    ls.s_max_flows = std::max(ls.s_max_flows, ls.flows_now);
-    touch(l);
+    ls.tot_flows++;
+    ls.tot_max_flows = std::max(ls.tot_max_flows, ++ls.flows_now);
+    if (cfg_.record_links) {
+      aux_[l].s_max_flows = std::max(aux_[l].s_max_flows, ls.flows_now);
+      touch(l);
+    }
     if (ls.queued) {
       fl.pos[h] = static_cast<std::uint32_t>(ls.fab.size());
       ls.fab.push_back(Slot{f, static_cast<std::uint32_t>(h)});
@@ -519,7 +569,7 @@ void Net::end_flow(std::uint32_t f, double t)
       LinkState& ls = links_[l];
       if (cfg_.record_links) {
         integrate(l, now_);
-        ls.rate_sum -= fl.rate;
+        aux_[l].rate_sum -= fl.rate;
       }
       remove_slot(ls.mm, fl.pos[h], true);
       mark_dirty(l);
@@ -529,7 +579,7 @@ void Net::end_flow(std::uint32_t f, double t)
     for (int h = 0; h < fl.hops; ++h) {
       LinkState& ls = links_[fl.links[h]];
       ls.flows_now--;
-      report_.stats.links[fl.links[h]].bytes += fl.bytes;
+      ls.tot_bytes += fl.bytes;
     }
   }
   --active_flows_;
@@ -610,19 +660,19 @@ void Net::mark_flow_dirty(std::uint32_t f)
 
 void Net::touch(std::uint32_t l)
 {
-  LinkState& ls = links_[l];
-  if (!ls.touched) {
-    ls.touched = true;
+  LinkAux& a = aux_[l];
+  if (!a.touched) {
+    a.touched = true;
     touched_.push_back(l);
   }
 }
 
 void Net::integrate(std::uint32_t l, double t)
 {
-  LinkState& ls = links_[l];
-  if (t > ls.acc_t) {
-    ls.s_bytes += ls.rate_sum * (t - ls.acc_t);
-    ls.acc_t = t;
+  LinkAux& a = aux_[l];
+  if (t > a.acc_t) {
+    a.s_bytes += a.rate_sum * (t - a.acc_t);
+    a.acc_t = t;
   }
 }
 
@@ -634,32 +684,33 @@ void Net::flush_samples(double t)
   std::sort(touched_.begin(), touched_.end());
   std::vector<std::uint32_t> keep;
   for (std::uint32_t l : touched_) {
-    LinkState& ls = links_[l];
+    const LinkState& ls = links_[l];
+    LinkAux& a = aux_[l];
     integrate(l, t);
     if (ls.paused_mask != 0) {
-      ls.s_paused += t - ls.pause_mark;
-      ls.pause_mark = t;
+      a.s_paused += t - a.pause_mark;
+      a.pause_mark = t;
     }
-    if (ls.s_bytes > 0 || ls.s_max_queue > 0 || ls.s_paused > 0) {
+    if (a.s_bytes > 0 || a.s_max_queue > 0 || a.s_paused > 0) {
       LinkSample s;
       s.time = sample_t_;
       s.link = l;
-      s.bytes = ls.s_bytes;
-      s.utilisation = interval > 0 && ls.capacity > 0 ? ls.s_bytes / (ls.capacity * interval) : 0;
-      s.max_queue = ls.s_max_queue;
-      s.marks = ls.s_marks;
-      s.paused = ls.s_paused;
-      s.max_flows = ls.s_max_flows;
+      s.bytes = a.s_bytes;
+      s.utilisation = interval > 0 && ls.capacity > 0 ? a.s_bytes / (ls.capacity * interval) : 0;
+      s.max_queue = a.s_max_queue;
+      s.marks = a.s_marks;
+      s.paused = a.s_paused;
+      s.max_flows = a.s_max_flows;
       report_.links.push_back(s);
     }
-    ls.s_bytes = 0;
-    ls.s_max_queue = ls.queue;
-    ls.s_marks = 0;
-    ls.s_paused = 0;
-    ls.s_max_flows = ls.flows_now;
-    ls.touched = false;
-    if (ls.flows_now > 0 || ls.queue > 0 || ls.paused_mask != 0) {
-      ls.touched = true;
+    a.s_bytes = 0;
+    a.s_max_queue = a.queue;
+    a.s_marks = 0;
+    a.s_paused = 0;
+    a.s_max_flows = ls.flows_now;
+    a.touched = false;
+    if (ls.flows_now > 0 || a.queue > 0 || ls.paused_mask != 0) {
+      a.touched = true;
       keep.push_back(l);
     }
   }
@@ -676,10 +727,14 @@ const FluidReport& Net::report()
       flush_samples(t);
     FluidStats& st = report_.stats;
     for (std::size_t l = 0; l < links_.size(); ++l) {
-      LinkState& ls = links_[l];
+      const LinkState& ls = links_[l];
+      LinkAux& a = aux_[l];
+      st.links[l].bytes = ls.tot_bytes;
+      st.links[l].flows = ls.tot_flows;
+      st.links[l].max_flows = ls.tot_max_flows;
       if (ls.paused_mask != 0) {
-        st.links[l].paused += t - ls.pause_since;
-        ls.pause_since = t;
+        st.links[l].paused += t - a.pause_since;
+        a.pause_since = t;
       }
       st.pause_time += st.links[l].paused;
       st.ecn_marks += st.links[l].marks;

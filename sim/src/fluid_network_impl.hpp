@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -26,15 +27,17 @@ std::uint64_t splitmix64(std::uint64_t x);
 
 enum class EventKind : std::uint8_t { FlowEnd, Arrival, Timer, Step, Sample, Cnp, PauseOn, PauseOff };
 
-/// Ordered by (time, sequence number) so ties resolve deterministically (htsim's eventlist).
+/// Events at one date, in the order they were posted: the queue is ordered by (time, sequence number), so ties
+/// resolve deterministically (htsim's eventlist), and a date's events are one bucket (collectives move in lockstep,
+/// so thousands of flows often end at the same date).
 struct Event {
-  double t;
-  std::uint64_t seq;
   std::uint32_t a, b;
   EventKind kind;
+  double t;
 };
-struct EventLater {
-  bool operator()(const Event& x, const Event& y) const { return x.t > y.t || (x.t == y.t && x.seq > y.seq); }
+struct Bucket {
+  double t = 0;
+  std::vector<Event> events;
 };
 
 /// A flow on a link: the flow and which hop of its path the link is.
@@ -43,6 +46,7 @@ struct Slot {
   std::uint32_t hop;
 };
 
+/// What a flow event touches first; the queue model's and sampler's fields live in LinkAux.
 struct LinkState {
   double capacity = 0, latency = 0;
   bool queued = false; ///< switch egress port modelled as a fluid queue (only when queues are on)
@@ -50,21 +54,28 @@ struct LinkState {
   std::vector<Slot> mm;  ///< flows whose max-min rate this link constrains
   std::vector<Slot> fab; ///< flows queued at this egress port
   std::uint32_t flows_now = 0;
+  std::uint8_t paused_mask = 0; ///< priorities paused by the downstream port's PFC
 
   // max-min scratch (fluid_maxmin.cpp)
-  bool dirty = false, in_r = false;
+  bool dirty = false, in_r = false, bottleneck = false;
   std::uint32_t mark = 0, stamp = 0, unfrozen = 0, in_f = 0;
   double res = 0, wsum = 0;
-  bool bottleneck = false;
   double bottleneck_level = kInf;
 
-  // queue model (fluid_queues.cpp)
+  // totals for the report
+  double tot_bytes = 0;
+  std::uint64_t tot_flows = 0;
+  std::uint32_t tot_max_flows = 0;
+};
+
+/// Queue-model and sampling state of a link.
+struct LinkAux {
   double queue = 0;
   double headroom = 0;
   std::array<double, 8> ingress{};      ///< PFC ingress counter per priority
   std::array<double, 8> ingress_prev{}; ///< the same at the end of the previous step
-  std::array<double, 8> excess{};      ///< bytes above XOFF + headroom at the last step
-  std::uint8_t paused_mask = 0, pause_pending = 0, resume_pending = 0;
+  std::array<double, 8> excess{};       ///< bytes above XOFF + headroom at the last step
+  std::uint8_t pause_pending = 0, resume_pending = 0;
   double pause_since = 0; ///< when it became paused (any priority)
   double pause_mark = 0;  ///< paused time counted for sampling up to here
   bool pfc_watched = false;
@@ -125,22 +136,63 @@ struct Request {
   bool in_use = false;
 };
 
-struct ConnKey {
-  int src, dst;
-  std::uint64_t tag;
-  bool operator==(const ConnKey&) const = default;
-};
-struct ConnHash {
-  std::size_t operator()(const ConnKey& k) const
-  {
-    return splitmix64((static_cast<std::uint64_t>(k.src) << 32 | static_cast<std::uint32_t>(k.dst)) ^
-                      splitmix64(k.tag));
-  }
-};
 /// Transfers and receives waiting for their match on one (src, dst, tag) connection, as FIFO lists.
 struct Conn {
   std::uint32_t send_head = kNone, send_tail = kNone, recv_head = kNone, recv_tail = kNone;
   int priority = 3;
+};
+
+/// Open-addressing map from a key of two 64-bit words to a value: one probe sequence in one array, no node per entry
+/// (an unordered_map lookup per transfer was a tenth of a large ring's time).
+template <class V>
+class FlatMap {
+public:
+  FlatMap() : slots_(64) {}
+  /// The value for (k1, k2), default-constructed and flagged `inserted` the first time.
+  V& get(std::uint64_t k1, std::uint64_t k2, bool& inserted)
+  {
+    if (2 * (size_ + 1) > slots_.size())
+      grow();
+    std::size_t i = index(k1, k2);
+    while (slots_[i].used) {
+      if (slots_[i].k1 == k1 && slots_[i].k2 == k2) {
+        inserted = false;
+        return slots_[i].v;
+      }
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    slots_[i].used = true;
+    slots_[i].k1 = k1;
+    slots_[i].k2 = k2;
+    ++size_;
+    inserted = true;
+    return slots_[i].v;
+  }
+
+private:
+  struct Entry {
+    std::uint64_t k1 = 0, k2 = 0;
+    V v{};
+    bool used = false;
+  };
+  [[nodiscard]] std::size_t index(std::uint64_t k1, std::uint64_t k2) const
+  {
+    return splitmix64(k1 ^ splitmix64(k2)) & (slots_.size() - 1);
+  }
+  void grow()
+  {
+    std::vector<Entry> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (auto& e : old)
+      if (e.used) {
+        std::size_t i = index(e.k1, e.k2);
+        while (slots_[i].used)
+          i = (i + 1) & (slots_.size() - 1);
+        slots_[i] = std::move(e);
+      }
+  }
+  std::vector<Entry> slots_;
+  std::size_t size_ = 0;
 };
 
 class Net {
@@ -179,12 +231,14 @@ private:
   void wake(std::uint32_t actor);
 
   void push(double t, EventKind kind, std::uint32_t a, std::uint32_t b);
-  Event pop();
+  [[nodiscard]] double next_time() const;
   void arm(double t);
   void process(double t);
   void dispatch(const Event& e, double now);
 
   const std::vector<topo::Path>& spray_paths(int src, int dst);
+  /// The path of a pair that has only one, or null.
+  const topo::Path* single_path(int src, int dst);
   void start_pending(double t);
   void add_flow(std::uint32_t message, const topo::Path& path, double bytes, double weight, int qp, double t);
   void end_flow(std::uint32_t f, double t);
@@ -223,6 +277,7 @@ private:
   std::function<void(const QueueStep&)> observer_;
 
   std::vector<LinkState> links_;
+  std::vector<LinkAux> aux_;
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;
   std::vector<Message> messages_;
@@ -230,18 +285,30 @@ private:
   std::vector<Request> requests_;
   std::vector<std::uint32_t> free_requests_;
   std::vector<ActorRec> actors_; ///< by SimGrid pid
-  std::unordered_map<ConnKey, Conn, ConnHash> conns_;
-  std::unordered_map<std::uint64_t, std::uint64_t> flows_per_pair_;
+  FlatMap<Conn> conns_;
+  FlatMap<std::uint64_t> flows_per_pair_;
   std::unordered_map<std::uint64_t, std::vector<topo::Path>> spray_cache_;
+  /// Pairs with a single path keep it: route() allocates its answer, a tenth of a large ring's time otherwise.
+  struct PairRoute {
+    bool known = false, single = false;
+    std::uint32_t path = kNone;
+  };
+  FlatMap<PairRoute> pair_routes_;
+  std::vector<topo::Path> single_paths_;
   std::uint64_t next_flow_id_ = 0;
   std::uint64_t active_flows_ = 0;
 
-  std::vector<Event> heap_;
-  std::uint64_t seq_ = 0;
+  // Event queue: one bucket per pending date, ordered by date; pushes mostly go to the date pushed last.
+  std::vector<Bucket> buckets_;
+  std::vector<std::uint32_t> free_buckets_;
+  std::map<double, std::uint32_t> dates_;
+  double last_date_ = -kInf;
+  std::uint32_t last_bucket_ = kNone;
   simgrid::kernel::timer::Timer* armed_ = nullptr;
   double armed_t_ = kInf;
   double now_ = 0;
   std::vector<std::uint32_t> pending_; ///< matched transfers to start at the next process()
+  std::vector<std::uint32_t> starting_;
 
   // max-min
   std::vector<std::uint32_t> dirty_;

@@ -53,9 +53,9 @@ void Net::start_fabric_flow(std::uint32_t f, double line_rate, double t)
   for (int h = 0; h < fl.hops; ++h)
     if (links_[fl.links[h]].queued) {
       q.qhop[q.nq++] = static_cast<std::uint8_t>(h);
-      LinkState& ls = links_[fl.links[h]];
-      if (!ls.in_busy) {
-        ls.in_busy = true;
+      LinkAux& a = aux_[fl.links[h]];
+      if (!a.in_busy) {
+        a.in_busy = true;
         queue_order_.push_back(fl.links[h]);
       }
     }
@@ -93,7 +93,7 @@ void Net::rebuild_queue_order()
   std::vector<std::uint32_t> busy;
   for (std::uint32_t l : queue_order_) {
     if (links_[l].fab.empty())
-      links_[l].in_busy = false;
+      aux_[l].in_busy = false;
     else
       busy.push_back(l);
   }
@@ -148,6 +148,7 @@ void Net::queue_step(double t0, double t1)
   // Egress queues, upstream first.
   for (std::uint32_t l : queue_order_) {
     LinkState& ls = links_[l];
+    LinkAux& la = aux_[l];
     std::array<double, 8> sent_p{}, queue_p{};
     std::uint8_t present = 0;
     double offered = 0;
@@ -160,7 +161,7 @@ void Net::queue_step(double t0, double t1)
     }
     const double service = ls.capacity * dt;
     const double ratio = offered > service ? service / offered : 1.0;
-    const double p = cfg_.cc == CongestionControl::Dcqcn ? models::cc::marking_probability(dc, Bytes(ls.queue)) : 0.0;
+    const double p = cfg_.cc == CongestionControl::Dcqcn ? models::cc::marking_probability(dc, Bytes(la.queue)) : 0.0;
     const double hazard = p <= 0 ? 0.0 : (p >= 1 ? kInf : -std::log1p(-p));
     double sent = 0, queued = 0;
     for (const Slot& s : ls.fab) {
@@ -187,11 +188,11 @@ void Net::queue_step(double t0, double t1)
       if (dep > 0 && hazard > 0)
         q.hazard += hazard == kInf ? kInf : dep / mtu * hazard;
     }
-    ls.queue = queued;
-    ls.s_bytes += sent;
-    ls.s_max_queue = std::max(ls.s_max_queue, queued);
+    la.queue = queued;
+    la.s_bytes += sent;
+    la.s_max_queue = std::max(la.s_max_queue, queued);
     const double marks = sent / mtu * p;
-    ls.s_marks += marks;
+    la.s_marks += marks;
     LinkTotals& tot = st.links[l];
     tot.marks += marks;
     tot.max_queue = std::max(tot.max_queue, queued);
@@ -222,15 +223,15 @@ void Net::queue_step(double t0, double t1)
   // PFC ingress counters: bytes queued at a flow's egress hop came in over the hop before it.
   if (cfg_.pfc.enabled) {
     for (std::uint32_t l : pfc_watch_) {
-      links_[l].ingress_prev = links_[l].ingress;
-      links_[l].ingress.fill(0);
+      aux_[l].ingress_prev = aux_[l].ingress;
+      aux_[l].ingress.fill(0);
     }
     for (std::uint32_t l : queue_order_)
       for (const Slot& s : links_[l].fab) {
         const Flow& fl = flows_[s.flow];
         const FabricFlow& q = fab_[fl.fab];
         const std::uint32_t in = fl.links[s.hop - 1];
-        LinkState& is = links_[in];
+        LinkAux& is = aux_[in];
         if (!is.pfc_watched) {
           is.pfc_watched = true;
           is.ingress.fill(0);
@@ -242,8 +243,9 @@ void Net::queue_step(double t0, double t1)
     const auto& pfc = cfg_.pfc;
     std::vector<std::uint32_t> keep;
     for (std::uint32_t in : pfc_watch_) {
-      LinkState& is = links_[in];
-      bool busy = is.paused_mask != 0 || is.pause_pending != 0 || is.resume_pending != 0;
+      LinkAux& is = aux_[in];
+      const LinkState& il = links_[in];
+      bool busy = il.paused_mask != 0 || is.pause_pending != 0 || is.resume_pending != 0;
       for (int prio = 0; prio < 8; ++prio) {
         const double occ = is.ingress[prio];
         const auto bit = static_cast<std::uint8_t>(1U << prio);
@@ -254,7 +256,7 @@ void Net::queue_step(double t0, double t1)
         is.excess[prio] = excess;
         LinkTotals& tot = st.links[in];
         tot.max_ingress = std::max(tot.max_ingress, occ);
-        const bool want_pause = ((is.paused_mask | is.pause_pending) & bit) && !(is.resume_pending & bit);
+        const bool want_pause = ((il.paused_mask | is.pause_pending) & bit) && !(is.resume_pending & bit);
         // When inside the step the counter crossed the threshold, assuming it moved linearly: the PAUSE (RESUME)
         // frame leaves then and takes effect upstream one cable latency (plus the response time) later.
         auto crossing = [&](double threshold) {
@@ -265,14 +267,14 @@ void Net::queue_step(double t0, double t1)
         };
         if (occ > pfc.xoff.value() && !want_pause) {
           is.resume_pending &= static_cast<std::uint8_t>(~bit);
-          if (!(is.paused_mask & bit)) {
+          if (!(il.paused_mask & bit)) {
             is.pause_pending |= bit;
-            push(std::max(t1, crossing(pfc.xoff.value()) + is.latency + pfc.response_time.value()),
+            push(std::max(t1, crossing(pfc.xoff.value()) + il.latency + pfc.response_time.value()),
                  EventKind::PauseOn, in, static_cast<std::uint32_t>(prio));
           }
         } else if (occ < pfc.xon.value() && want_pause) {
           is.resume_pending |= bit;
-          push(std::max(t1, crossing(pfc.xon.value()) + is.latency), EventKind::PauseOff, in,
+          push(std::max(t1, crossing(pfc.xon.value()) + il.latency), EventKind::PauseOff, in,
                static_cast<std::uint32_t>(prio));
         }
       }
@@ -316,32 +318,33 @@ void Net::on_cnp(std::uint32_t f, std::uint32_t gen, double t)
 void Net::set_pause(std::uint32_t l, int priority, bool on, double t)
 {
   LinkState& ls = links_[l];
+  LinkAux& a = aux_[l];
   const auto bit = static_cast<std::uint8_t>(1U << priority);
   LinkTotals& tot = report_.stats.links[l];
   if (on) {
-    if (!(ls.pause_pending & bit))
+    if (!(a.pause_pending & bit))
       return;
-    ls.pause_pending &= static_cast<std::uint8_t>(~bit);
+    a.pause_pending &= static_cast<std::uint8_t>(~bit);
     if (ls.paused_mask & bit)
       return;
     if (ls.paused_mask == 0) {
-      ls.pause_since = t;
-      ls.pause_mark = t;
+      a.pause_since = t;
+      a.pause_mark = t;
     }
     ls.paused_mask |= bit;
     report_.stats.pause_events++;
   } else {
-    if (!(ls.resume_pending & bit))
+    if (!(a.resume_pending & bit))
       return;
-    ls.resume_pending &= static_cast<std::uint8_t>(~bit);
-    ls.pause_pending &= static_cast<std::uint8_t>(~bit);
+    a.resume_pending &= static_cast<std::uint8_t>(~bit);
+    a.pause_pending &= static_cast<std::uint8_t>(~bit);
     if (!(ls.paused_mask & bit))
       return;
     ls.paused_mask &= static_cast<std::uint8_t>(~bit);
     if (ls.paused_mask == 0) {
-      tot.paused += t - ls.pause_since;
-      ls.s_paused += t - std::max(ls.pause_mark, sample_t_);
-      ls.pause_mark = t;
+      tot.paused += t - a.pause_since;
+      a.s_paused += t - std::max(a.pause_mark, sample_t_);
+      a.pause_mark = t;
     }
   }
   touch(l);
