@@ -1,0 +1,512 @@
+// The congestion examples (examples/incast.yaml, alltoall_fat_tree_2to1.yaml, alltoall_rail_optimized.yaml,
+// ring_ecmp_1qp.yaml, ring_ecmp_4qp.yaml, dcqcn_off.yaml, dcqcn_on.yaml) through the real binary. Every expected number
+// is derived here from the scenario's parameters (written out below, with the example they mirror) and from the laws
+// the outputs must obey: a bottleneck cannot carry more than its capacity, max-min shares one link equally, PFC loses
+// nothing, a ring step waits for its most loaded link. Nothing is pasted from the simulator's output.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+/// 400 Gb/s, the NIC and fabric link rate of every example here, in bytes per second.
+constexpr double kLinkBps = 400e9 / 8;
+/// Default latencies of topologies/README.md (no example overrides them): PCIe GPU-NIC 0.5 us, NIC-leaf 1 us,
+/// switch-switch 0.6 us. A GPU-to-GPU path through a spine crosses each twice.
+constexpr double kSpinePathLatency = 2 * 0.5e-6 + 2 * 1e-6 + 2 * 0.6e-6;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string output; ///< stdout and stderr together
+};
+
+CliResult run_cli(const std::string& args)
+{
+  const std::string cmd = std::string(RAILYARD_CLI) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p))
+    r.output += buf.data();
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string read_file(const fs::path& p)
+{
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A CSV file with a header line; no field of Railyard's outputs contains a comma.
+class Csv {
+public:
+  explicit Csv(const fs::path& p)
+  {
+    std::istringstream in(read_file(p));
+    std::string line;
+    if (!std::getline(in, line)) return;
+    const auto names = split(line);
+    for (std::size_t i = 0; i < names.size(); ++i)
+      column_[names[i]] = i;
+    while (std::getline(in, line))
+      if (!line.empty()) rows_.push_back(split(line));
+  }
+  [[nodiscard]] std::size_t size() const { return rows_.size(); }
+  [[nodiscard]] const std::string& at(std::size_t row, const std::string& col) const
+  {
+    return rows_.at(row).at(column_.at(col));
+  }
+  [[nodiscard]] double num(std::size_t row, const std::string& col) const { return std::stod(at(row, col)); }
+
+private:
+  static std::vector<std::string> split(const std::string& line)
+  {
+    std::vector<std::string> out;
+    std::stringstream ss(line);
+    std::string field;
+    while (std::getline(ss, field, ','))
+      out.push_back(field);
+    if (!line.empty() && line.back() == ',') out.emplace_back();
+    return out;
+  }
+  std::map<std::string, std::size_t> column_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::vector<std::string> words(const std::string& s)
+{
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string w;
+  while (in >> w)
+    out.push_back(w);
+  return out;
+}
+
+/// One `railyard run` output folder.
+struct RunOutput {
+  fs::path dir;
+  nlohmann::json summary;
+  [[nodiscard]] Csv flows() const { return Csv(dir / "flows.csv"); }
+  [[nodiscard]] Csv links() const { return Csv(dir / "links.csv"); }
+  [[nodiscard]] const nlohmann::json& net() const { return summary.at("network"); }
+  [[nodiscard]] double time() const { return summary.at("collectives").at(0).at("time_s").get<double>(); }
+
+  /// Link id -> name, for every link that appears in links.csv.
+  [[nodiscard]] std::map<std::string, std::string> link_names() const
+  {
+    std::map<std::string, std::string> out;
+    const Csv l = links();
+    for (std::size_t i = 0; i < l.size(); ++i)
+      out[l.at(i, "link")] = l.at(i, "name");
+    return out;
+  }
+  /// Per link name, a column of links.csv summed over the samples.
+  [[nodiscard]] std::map<std::string, double> link_sum(const std::string& col) const
+  {
+    std::map<std::string, double> out;
+    const Csv l = links();
+    for (std::size_t i = 0; i < l.size(); ++i)
+      out[l.at(i, "name")] += l.num(i, col);
+    return out;
+  }
+  [[nodiscard]] std::map<std::string, double> link_max(const std::string& col) const
+  {
+    std::map<std::string, double> out;
+    const Csv l = links();
+    for (std::size_t i = 0; i < l.size(); ++i)
+      out[l.at(i, "name")] = std::max(out[l.at(i, "name")], l.num(i, col));
+    return out;
+  }
+};
+
+/// A scratch folder for this process, removed at exit.
+const fs::path& scratch()
+{
+  struct Dir {
+    fs::path path = fs::temp_directory_path() / ("railyard_congestion_" + std::to_string(getpid()));
+    Dir()
+    {
+      fs::remove_all(path);
+      fs::create_directories(path);
+    }
+    ~Dir() { fs::remove_all(path); }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+std::string example(const std::string& name)
+{
+  return std::string(RAILYARD_SOURCE_DIR) + "/examples/" + name + ".yaml";
+}
+
+RunOutput run_scenario(const std::string& scenario, const std::string& out_name)
+{
+  RunOutput r;
+  r.dir = scratch() / out_name;
+  const CliResult c = run_cli("run " + scenario + " --out " + r.dir.string());
+  EXPECT_EQ(c.exit_code, 0) << scenario << ":\n" << c.output;
+  r.summary = nlohmann::json::parse(read_file(r.dir / "summary.json"));
+  return r;
+}
+
+/// Each example runs once per process; the tests share the outputs.
+const RunOutput& example_run(const std::string& name)
+{
+  static std::map<std::string, RunOutput> runs;
+  auto it = runs.find(name);
+  if (it == runs.end()) it = runs.emplace(name, run_scenario(example(name), name)).first;
+  return it->second;
+}
+
+void expect_complete_and_lossless(const RunOutput& r)
+{
+  EXPECT_EQ(r.summary.at("status"), "complete");
+  const auto& f = r.summary.at("flows");
+  EXPECT_EQ(f.at("sent"), f.at("received"));
+  EXPECT_DOUBLE_EQ(f.at("wire_bytes_sent").get<double>(), f.at("wire_bytes_received").get<double>());
+  EXPECT_EQ(r.net().at("overflow_bytes").get<double>(), 0.0)
+      << "bytes beyond XOFF + headroom: a switch would drop them";
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// examples/incast.yaml: GPUs 8, 9, 16, 17, 24, 25, 32, 33 (two on each of nodes 1-4) send 4 MiB each to GPU 0 over
+// their own NICs; GPU 0's NIC nic0.0 hangs off leaf0 (fat tree, leaf_downlinks 8: NIC i on leaf i / 8).
+
+constexpr int kIncastSenders = 8;
+constexpr double kIncastBytes = 4 * kMiB;
+const std::set<int> kIncastSrc{8, 9, 16, 17, 24, 25, 32, 33};
+
+/// The flows of GPU 0's incast: all start together (one group of sends, each sender in its own p2p round and the
+/// rounds spread over 8 p2p channels) and number kIncastSenders.
+std::vector<std::size_t> incast_rows(const Csv& flows, double& start, double& last_end)
+{
+  std::vector<std::size_t> rows;
+  start = 1e300;
+  last_end = 0;
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    if (flows.at(i, "dst") == "0") {
+      rows.push_back(i);
+      start = std::min(start, flows.num(i, "start_s"));
+      last_end = std::max(last_end, flows.num(i, "end_s"));
+    }
+  return rows;
+}
+
+TEST(IncastExample, AllBytesArriveThroughTheLastHopPortWithMarksCnpsAndLosslessPauses)
+{
+  const RunOutput& r = example_run("incast");
+  expect_complete_and_lossless(r);
+  const Csv flows = r.flows();
+  double start = 0, last_end = 0;
+  const auto rows = incast_rows(flows, start, last_end);
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(kIncastSenders));
+  double bytes = 0;
+  std::set<int> senders;
+  for (std::size_t i : rows) {
+    senders.insert(std::stoi(flows.at(i, "src")));
+    bytes += flows.num(i, "bytes");
+    EXPECT_DOUBLE_EQ(flows.num(i, "start_s"), start) << "an incast needs every sender at once";
+  }
+  EXPECT_EQ(senders, kIncastSrc);
+  EXPECT_DOUBLE_EQ(bytes, kIncastSenders * kIncastBytes);
+  EXPECT_DOUBLE_EQ(r.summary.at("flows").at("wire_bytes_received").get<double>(), kIncastSenders * kIncastBytes);
+
+  // The last-hop port carries every byte and never more than its capacity, so the incast needs at least N S / B.
+  const double bound = kIncastSenders * kIncastBytes / kLinkBps;
+  EXPECT_GE(last_end - start, bound * (1 - 1e-9));
+  EXPECT_NEAR(r.link_sum("bytes").at("leaf0->nic0.0"), kIncastSenders * kIncastBytes, 1.0);
+  for (const auto& [name, u] : r.link_max("utilisation"))
+    EXPECT_LE(u, 1 + 1e-9) << name;
+
+  // Queue, marks, CNPs and pauses, all at or upstream of the congested port.
+  const auto& n = r.net();
+  EXPECT_EQ(n.at("cc"), "dcqcn");
+  EXPECT_EQ(n.at("dcqcn").at("preset"), "connectx");
+  EXPECT_EQ(n.at("max_queue_link"), "leaf0->nic0.0");
+  EXPECT_GT(n.at("ecn_marks").get<double>(), 0);
+  // RED marks nothing below k_min, so marks mean the queue passed it.
+  EXPECT_GT(n.at("max_queue_bytes").get<double>(), n.at("dcqcn").at("k_min_bytes").get<double>());
+  EXPECT_GT(n.at("cnps").get<std::uint64_t>(), 0U);
+  EXPECT_GT(n.at("rate_decreases").get<std::uint64_t>(), 0U);
+  EXPECT_GT(n.at("pause_time_s").get<double>(), 0);
+  EXPECT_GT(n.at("pause_events").get<std::uint64_t>(), 0U);
+  // leaf0's ingress ports are the spines' egress ports into it: PFC pauses those first.
+  double into_leaf0 = 0;
+  for (const auto& [name, s] : r.link_sum("pause_s"))
+    if (name.rfind("spine", 0) == 0 && name.size() > 7 && name.substr(name.size() - 7) == "->leaf0") into_leaf0 += s;
+  EXPECT_GT(into_leaf0, 0);
+}
+
+TEST(IncastExample, WithoutCongestionControlEveryFlowGetsAnEqualShareOfTheBottleneck)
+{
+  // The same scenario with `cc: none` and no PFC: max-min gives each of the N flows B / N at the last-hop port (its
+  // only shared link), so every flow completes in N S / B plus the path latency.
+  std::istringstream in(read_file(example("incast")));
+  std::string text, line;
+  while (std::getline(in, line)) {
+    if (line.rfind("  cc:", 0) == 0 || line.rfind("  dcqcn:", 0) == 0 || line.rfind("  pfc:", 0) == 0) continue;
+    text += line + "\n";
+    if (line == "  backend: fluid") text += "  cc: none\n";
+  }
+  const fs::path file = scratch() / "incast_maxmin.yaml";
+  std::ofstream(file) << text;
+  const RunOutput r = run_scenario(file.string(), "incast_maxmin");
+  expect_complete_and_lossless(r);
+  EXPECT_EQ(r.net().at("cc"), "none");
+  EXPECT_EQ(r.net().at("pfc"), false);
+  EXPECT_EQ(r.net().at("max_queue_bytes").get<double>(), 0.0);
+  const Csv flows = r.flows();
+  double start = 0, last_end = 0;
+  const auto rows = incast_rows(flows, start, last_end);
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(kIncastSenders));
+  const double expected = kIncastSenders * kIncastBytes / kLinkBps + kSpinePathLatency;
+  for (std::size_t i : rows) {
+    EXPECT_EQ(flows.at(i, "hops"), "6") << "GPU, NIC, leaf, spine, leaf, NIC, GPU";
+    EXPECT_NEAR(flows.num(i, "fct_s"), expected, 1e-3 * expected) << "flow from GPU " << flows.at(i, "src");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// examples/alltoall_fat_tree_2to1.yaml and alltoall_rail_optimized.yaml: 4 nodes x 8 GPUs, alltoall of 32 MiB per GPU,
+// so 1 MiB from every GPU to every other.
+
+constexpr int kA2aNodes = 4, kA2aGpusPerNode = 8, kA2aGpus = kA2aNodes * kA2aGpusPerNode;
+constexpr double kA2aPiece = 32 * kMiB / kA2aGpus;
+
+TEST(AlltoallExamples, FatTreeIsBoundByItsBisectionAndSlowerThanRailOptimized)
+{
+  const RunOutput& fat = example_run("alltoall_fat_tree_2to1");
+  const RunOutput& rail = example_run("alltoall_rail_optimized");
+  expect_complete_and_lossless(fat);
+  expect_complete_and_lossless(rail);
+
+  // Fat tree: leaf_downlinks 8 puts one node on each leaf; oversubscription 2 leaves ceil(8 / 2) = 4 uplinks of
+  // 400 Gb/s. Every byte between GPUs under different leaves crosses one uplink of its source leaf.
+  const int gpus_per_leaf = 8;
+  const int uplinks = (8 + 2 - 1) / 2;
+  const double leaf_out_bytes = gpus_per_leaf * (kA2aGpus - gpus_per_leaf) * kA2aPiece;
+  const double bisection_bound = leaf_out_bytes / (uplinks * kLinkBps);
+  EXPECT_GE(fat.time(), bisection_bound * (1 - 1e-9));
+  double up_bytes = 0;
+  for (const auto& [name, b] : fat.link_sum("bytes"))
+    if (name.rfind("leaf", 0) == 0 && name.find("->spine") != std::string::npos) up_bytes += b;
+  EXPECT_NEAR(up_bytes, kA2aNodes * leaf_out_bytes, 1e-6 * kA2aNodes * leaf_out_bytes)
+      << "every cross-leaf byte crosses exactly one uplink";
+
+  // Any fabric: a node's 8 GPUs send 24 MiB each off the node through its 8 NICs.
+  const double nic_bound = kA2aGpusPerNode * (kA2aGpus - kA2aGpusPerNode) * kA2aPiece / (kA2aGpusPerNode * kLinkBps);
+  EXPECT_GE(rail.time(), nic_bound * (1 - 1e-9));
+  EXPECT_GE(fat.time(), nic_bound * (1 - 1e-9));
+
+  // Rail-optimized with all 4 nodes in one scalable unit (leaf_downlinks 4): PXN brings every piece to the GPU on
+  // its destination's rail first, so no byte needs a spine.
+  // links.csv lists every link that carried a byte.
+  int spine_links = 0;
+  for (const auto& [name, b] : rail.link_sum("bytes"))
+    spine_links += name.find("spine") != std::string::npos;
+  EXPECT_EQ(spine_links, 0);
+  EXPECT_EQ(rail.net().at("ecmp_balance").at("switches"), 0);
+
+  // The bisection bound is twice the NIC bound here (4 uplinks for 8 NICs, and every off-node byte leaves the leaf),
+  // so a rail-optimized fabric that comes near its NIC bound beats the fat tree.
+  EXPECT_GT(fat.time(), rail.time());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// examples/ring_ecmp_1qp.yaml and ring_ecmp_4qp.yaml: ring all-reduce of 128 MiB over 32 GPUs (4 nodes x 8, one node
+// per leaf, 8 spines), 8 channels, per-QP ECMP, 1 or 4 QPs per connection.
+
+constexpr int kRingRanks = 32, kRingChannels = 8;
+constexpr double kRingBytes = 128 * kMiB;
+
+/// The load of the most loaded network link, in whole connections: a link that carries k of the QPs, each holding
+/// 1 / q of its connection's bytes, moves k / q connections' worth. Paths are fixed per QP (per_qp ECMP) and every
+/// ring step uses the same connections, so the distinct QPs per link over the run are the QPs on it at once.
+struct RingLoad {
+  double connections = 0;          ///< max over links between NICs and switches or switches of k / q
+  std::size_t switch_port_qps = 0; ///< max over switch egress ports of k
+};
+
+RingLoad ring_load(const RunOutput& r, int qps)
+{
+  const auto names = r.link_names();
+  std::map<std::string, std::set<std::tuple<std::string, std::string, std::string, std::string>>> qps_on;
+  const Csv flows = r.flows();
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    for (const auto& id : words(flows.at(i, "links"))) {
+      const std::string& name = names.at(id);
+      if (name.find("leaf") == std::string::npos && name.find("spine") == std::string::npos)
+        continue; // NVLink and PCIe: 450 and 64 GB/s, never the ring's bottleneck next to 50 GB/s NICs
+      qps_on[name].emplace(flows.at(i, "src"), flows.at(i, "dst"), flows.at(i, "tag"), flows.at(i, "qp"));
+    }
+  RingLoad load;
+  for (const auto& [name, set] : qps_on) {
+    load.connections = std::max(load.connections, static_cast<double>(set.size()) / qps);
+    if (name.rfind("leaf", 0) == 0 || name.rfind("spine", 0) == 0)
+      load.switch_port_qps = std::max(load.switch_port_qps, set.size());
+  }
+  return load;
+}
+
+TEST(RingEcmpExamples, TimeFollowsTheMostLoadedLinkAndFourQpsSpreadTheLoad)
+{
+  const RunOutput& one = example_run("ring_ecmp_1qp");
+  const RunOutput& four = example_run("ring_ecmp_4qp");
+  expect_complete_and_lossless(one);
+  expect_complete_and_lossless(four);
+  EXPECT_EQ(one.net().at("qps_per_connection"), 1);
+  EXPECT_EQ(four.net().at("qps_per_connection"), 4);
+  const RingLoad l1 = ring_load(one, 1), l4 = ring_load(four, 4);
+  // The summary's collision count is the same maximum, read from the simulator's own link counters.
+  EXPECT_EQ(one.net().at("ecmp_balance").at("max_flows_on_a_fabric_link").get<std::size_t>(), l1.switch_port_qps);
+  EXPECT_EQ(four.net().at("ecmp_balance").at("max_flows_on_a_fabric_link").get<std::size_t>(), l4.switch_port_qps);
+  // 8 connections leave every leaf over 8 uplinks: at least one connection per link, more where QPs collide.
+  EXPECT_GE(l1.connections, 1.0);
+  EXPECT_GE(l4.connections, 1.0);
+
+  // Ring all-reduce: 2 (n - 1) steps, each moving one chunk of S / (n C) over every connection of every channel at
+  // once. On the most loaded link, max-min gives each of its k QPs B / k, so a QP's chunk / q takes chunk L / B with
+  // L = k / q, and the step waits for it. Per-step latencies and NCCL's per-hop costs are the same in both runs.
+  const double steps = 2.0 * (kRingRanks - 1);
+  const double chunk = kRingBytes / (kRingRanks * kRingChannels);
+  EXPECT_GE(one.time(), steps * chunk * l1.connections / kLinkBps);
+  EXPECT_GE(four.time(), steps * chunk * l4.connections / kLinkBps);
+  const double predicted_gain = steps * chunk * (l1.connections - l4.connections) / kLinkBps;
+  EXPECT_NEAR(one.time() - four.time(), predicted_gain, std::max(0.05 * std::abs(predicted_gain), 0.01 * one.time()))
+      << "loads " << l1.connections << " and " << l4.connections << " connections on the busiest link";
+
+  // What the examples are there to show, for their seed: with 1 QP some uplink draws more connections than with 4
+  // QPs (a different hash draw could tie them, and then this says the example no longer shows it).
+  EXPECT_GT(l1.connections, l4.connections);
+  EXPECT_LT(four.time(), one.time());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// examples/dcqcn_off.yaml and dcqcn_on.yaml: examples/incast.yaml's incast plus a victim, GPU 10 sending 32 MiB to
+// GPU 1 (leaf0's port to nic0.1, which no incast flow uses). PFC on in both.
+
+constexpr double kVictimBytes = 32 * kMiB;
+
+std::size_t victim_row(const Csv& flows)
+{
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    if (flows.at(i, "src") == "10" && flows.at(i, "dst") == "1") return i;
+  ADD_FAILURE() << "no flow from GPU 10 to GPU 1";
+  return 0;
+}
+
+TEST(DcqcnExamples, PfcAloneKeepsTheBottleneckBusyAndBlocksTheVictimHeadOfLine)
+{
+  const RunOutput& off = example_run("dcqcn_off");
+  expect_complete_and_lossless(off);
+  const auto& n = off.net();
+  EXPECT_EQ(n.at("cc"), "none");
+  EXPECT_EQ(n.at("ecn_marks").get<double>(), 0.0);
+  EXPECT_EQ(n.at("cnps").get<std::uint64_t>(), 0U);
+  EXPECT_EQ(n.at("rate_decreases").get<std::uint64_t>(), 0U);
+  EXPECT_GT(n.at("pause_time_s").get<double>(), 0);
+  EXPECT_EQ(n.at("max_queue_link"), "leaf0->nic0.0");
+
+  // Lossless and work-conserving: once its queue has built, the last-hop port sends at line rate until the last
+  // incast byte, so the incast ends at N S / B after it starts (plus the first byte's way to the port).
+  const Csv flows = off.flows();
+  double start = 0, last_end = 0;
+  const auto rows = incast_rows(flows, start, last_end);
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(kIncastSenders));
+  const double bound = kIncastSenders * kIncastBytes / kLinkBps;
+  EXPECT_GE(last_end - start, bound * (1 - 1e-9));
+  EXPECT_LE(last_end - start, bound * 1.01);
+
+  // Head-of-line blocking: the victim's own last-hop port never queues, yet a link of its path was paused because
+  // of the incast's traffic queued beside it.
+  const std::size_t v = victim_row(flows);
+  EXPECT_DOUBLE_EQ(flows.num(v, "bytes"), kVictimBytes);
+  const auto names = off.link_names();
+  const auto paused = off.link_sum("pause_s");
+  double victim_paused = 0;
+  for (const auto& id : words(flows.at(v, "links")))
+    if (auto it = paused.find(names.at(id)); it != paused.end()) victim_paused += it->second;
+  EXPECT_GT(victim_paused, 0);
+  EXPECT_LT(off.link_max("max_queue_bytes")["leaf0->nic0.1"], 1.0);
+  // Alone at line rate it would need S / B plus the path latency.
+  EXPECT_GT(flows.num(v, "fct_s"), kVictimBytes / kLinkBps + kSpinePathLatency);
+}
+
+TEST(DcqcnExamples, DcqcnSendsFewerPausesToFewerLinksButCannotBeatTheBottleneck)
+{
+  const RunOutput& off = example_run("dcqcn_off");
+  const RunOutput& on = example_run("dcqcn_on");
+  expect_complete_and_lossless(on);
+  const auto &a = off.net(), &b = on.net();
+  EXPECT_EQ(b.at("cc"), "dcqcn");
+  EXPECT_GT(b.at("ecn_marks").get<double>(), 0);
+  EXPECT_GT(b.at("cnps").get<std::uint64_t>(), 0U);
+  EXPECT_GT(b.at("rate_decreases").get<std::uint64_t>(), 0U);
+  // The RED ramp starts at k_min, below XOFF, so the senders hear of the queue and slow down before the ingress
+  // counters reach XOFF, and a sender's DCQCN rate never exceeds what it would send without it: expect a shallower
+  // queue and fewer pauses.
+  ASSERT_LT(b.at("dcqcn").at("k_min_bytes").get<double>(), b.at("pfc").at("xoff_bytes").get<double>());
+  EXPECT_LT(b.at("pause_time_s").get<double>(), a.at("pause_time_s").get<double>());
+  EXPECT_LT(b.at("pause_events").get<std::uint64_t>(), a.at("pause_events").get<std::uint64_t>());
+  EXPECT_LE(b.at("max_queue_bytes").get<double>(), a.at("max_queue_bytes").get<double>());
+  auto paused_links = [](const RunOutput& r) {
+    int count = 0;
+    for (const auto& [name, s] : r.link_sum("pause_s"))
+      count += s > 0;
+    return count;
+  };
+  EXPECT_LT(paused_links(on), paused_links(off));
+
+  const Csv flows = on.flows();
+  double start = 0, last_end = 0;
+  ASSERT_EQ(incast_rows(flows, start, last_end).size(), static_cast<std::size_t>(kIncastSenders));
+  EXPECT_GE(last_end - start, kIncastSenders * kIncastBytes / kLinkBps * (1 - 1e-9));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+class CongestionExampleDeterminism : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CongestionExampleDeterminism, TwoRunsWriteIdenticalFlowsAndLinks)
+{
+  const std::string name = GetParam();
+  const RunOutput& a = example_run(name);
+  const RunOutput b = run_scenario(example(name), name + "_again");
+  for (const char* f : {"flows.csv", "links.csv", "summary.json"}) {
+    const std::string x = read_file(a.dir / f), y = read_file(b.dir / f);
+    EXPECT_FALSE(x.empty()) << f;
+    EXPECT_TRUE(x == y) << name << ": " << f << " differs between two runs of the same scenario and seed";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, CongestionExampleDeterminism,
+                         ::testing::Values("incast", "alltoall_fat_tree_2to1", "alltoall_rail_optimized",
+                                           "ring_ecmp_1qp", "ring_ecmp_4qp", "dcqcn_off", "dcqcn_on"));
+
+} // namespace
