@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace railyard::sim {
@@ -114,6 +115,13 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     bad("-r/--root", fmt::format("root {} is not a rank of the {} taking part", options.root, run.nranks),
         "give a rank between 0 and ranks-1");
   run.gpu_model = gpu_model_name(nccl_node(scenario.nccl, scenario.cluster));
+  std::map<int, int> ranks_per_node;
+  for (int gpu : ranks) {
+    run.devices.push_back({fmt::format("node{}", topology.node_of(gpu)), topology.local_of(gpu)});
+    run.gpus_per_process = std::max(run.gpus_per_process, ++ranks_per_node[topology.node_of(gpu)]);
+  }
+  run.algo_env = scenario.nccl.algo;
+  run.proto_env = scenario.nccl.proto;
 
   for (std::int64_t size = options.min_bytes; size <= options.max_bytes;
        size = options.step_factor > 1 ? size * options.step_factor : size + options.step_bytes) {
@@ -154,15 +162,22 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
   out << "# Collective test starting: " << program << "\n";
   out << fmt::format("# nThread 1 nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: 0 iters: {} agg iters: "
                      "1 validation: 1 graph: 0\n",
-                     run.nranks, o.min_bytes, o.max_bytes, o.step_factor > 1 ? o.step_factor : o.step_bytes,
+                     run.gpus_per_process, o.min_bytes, o.max_bytes, o.step_factor > 1 ? o.step_factor : o.step_bytes,
                      o.step_factor > 1 ? "factor" : "bytes", o.iters);
   out << "#\n# Using devices\n";
+  // src/common.cu: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s" (PCI domain, bus,
+  // device: not simulated, printed as zeros).
   for (int r = 0; r < run.nranks; ++r) {
-    const int gpu = o.ranks.empty() ? r : o.ranks[static_cast<std::size_t>(r)];
-    out << fmt::format("#  Rank {:2d} Group {:2d} Pid {:6d} on {:>10} device {:2d} [0x{:02x}] {}\n", r, 0, 0,
-                       fmt::format("gpu{}", gpu), r, 0, run.gpu_model);
+    const auto& d = run.devices[static_cast<std::size_t>(r)];
+    out << fmt::format("#  Rank {:2d} Group {:2d} Pid {:6d} on {:>10} device {:2d} [{:04x}:{:02x}:{:02x}] {}\n", r, 0,
+                       0, d.host, d.device, 0, 0, 0, run.gpu_model);
   }
   out << "#\n";
+  // NCCL's acknowledgement of the environment, printed by every rank while its communicator is set up.
+  for (const auto& [variable, value] : {std::pair{"NCCL_PROTO", run.proto_env}, std::pair{"NCCL_ALGO", run.algo_env}})
+    if (value)
+      for (const auto& d : run.devices)
+        out << fmt::format("{}:0:0 [{}] NCCL INFO {} set by environment to {}\n", d.host, d.device, variable, *value);
   out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place    "
                      "      \n",
                      "", "", "", "", "");

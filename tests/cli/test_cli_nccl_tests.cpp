@@ -147,6 +147,78 @@ TEST(NcclTestsCli, RanksAlgoAndProtoOptions)
               0.005 * (1 + 2.0 * 3 / 4) + 1e-9);
 }
 
+// The "#  Rank N ... on HOST device D" lines name one host per node and the GPU's index inside its node, as
+// nccl-tests prints them (src/common.cu: hostname, cudaDev); NCCL_ALGO / NCCL_PROTO show up as NCCL's own
+// "NCCL INFO NCCL_ALGO set by environment to ..." lines (src/graph/tuning.cc), once per rank.
+TEST(NcclTestsCli, RankLinesNameNodesAndDevicesAndForcedAlgorithmsAreAcknowledged)
+{
+  const std::string multinode = std::string(RAILYARD_SOURCE_DIR) + "/examples/nccl_multinode.yaml";
+  // Ranks 4..11 of 8-GPU nodes: GPUs 4-7 of node0, then GPUs 0-3 of node1.
+  const CliResult r = run_cli("nccl-tests --scenario " + multinode +
+                              " --op all_reduce -b 1M -e 1M --ranks 4-11 --algo ring --proto LL128");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
+  ASSERT_EQ(log.ranks.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    const auto& rank = log.ranks[static_cast<std::size_t>(i)];
+    EXPECT_EQ(rank.rank, i);
+    EXPECT_EQ(rank.host, i < 4 ? "node0" : "node1") << i;
+    EXPECT_EQ(rank.device, i < 4 ? 4 + i : i - 4) << i;
+  }
+  EXPECT_EQ(log.hosts(), 2);
+  EXPECT_EQ(log.header_ngpus, 4); // one process per node, driving its 4 ranks
+  EXPECT_EQ(log.algo_env, "ring");
+  EXPECT_EQ(log.proto_env, "LL128");
+  // Every rank acknowledges both variables, with NCCL's "host:pid:tid [device] NCCL INFO " prefix.
+  std::size_t acks = 0;
+  for (std::size_t at = r.out.find("NCCL INFO NCCL_ALGO set by environment to ring\n"); at != std::string::npos;
+       at = r.out.find("NCCL INFO NCCL_ALGO set by environment to ring\n", at + 1))
+    ++acks;
+  EXPECT_EQ(acks, 8u);
+  EXPECT_NE(r.out.find("node1:0:0 [3] NCCL INFO NCCL_PROTO set by environment to LL128\n"), std::string::npos)
+      << r.out;
+
+  // Without --algo / --proto (and none in the scenario) NCCL prints no such line.
+  const CliResult plain = run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 1M -e 1M");
+  ASSERT_EQ(plain.exit_code, 0) << plain.all;
+  EXPECT_EQ(plain.out.find("set by environment"), std::string::npos);
+}
+
+// A one-node sweep with a forced algorithm and protocol, through `railyard calibrate`: the profile's fit is for one
+// node, eight ranks, on NVLink, labelled with the forced Ring/Simple (not "auto").
+TEST(NcclTestsCli, ForcedOneNodeSweepCalibratesAsOneNodeRingSimple)
+{
+  const fs::path dir = fs::temp_directory_path() / ("railyard_nccl_tests_cal_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const CliResult r = run_cli("nccl-tests --scenario " + kScenario +
+                              " --op all_reduce -b 1M -e 1G -f 4 --algo Ring --proto Simple");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  const fs::path log = dir / "all_reduce_perf.log";
+  std::ofstream(log) << r.out;
+  const fs::path profile = dir / "profile.yaml";
+  const CliResult cal = run_cli("calibrate --from " + log.string() + " --out " + profile.string());
+  ASSERT_EQ(cal.exit_code, 0) << cal.all;
+  ASSERT_TRUE(fs::exists(profile));
+  // The summary row: collective, algorithm, protocol, link, ranks, nodes, ...
+  std::istringstream lines(cal.out);
+  std::string line;
+  bool found = false;
+  while (std::getline(lines, line)) {
+    std::istringstream cols(line);
+    std::string coll, algo, proto, link;
+    int ranks = 0, nodes = 0;
+    if (!(cols >> coll >> algo >> proto >> link >> ranks >> nodes) || coll != "all_reduce") continue;
+    found = true;
+    EXPECT_EQ(algo, "Ring") << line; // models::to_string(Algorithm::Ring)
+    EXPECT_EQ(proto, "Simple") << line;
+    EXPECT_EQ(link, "nvlink") << line;
+    EXPECT_EQ(ranks, 8) << line;
+    EXPECT_EQ(nodes, 1) << line;
+  }
+  EXPECT_TRUE(found) << cal.out;
+  fs::remove_all(dir);
+}
+
 TEST(NcclTestsCli, BadInputExitsTwoNamingWhatIsWrong)
 {
   const fs::path dir = fs::temp_directory_path() / ("railyard_nccl_tests_" + std::to_string(getpid()));
@@ -197,7 +269,7 @@ TEST(RunRefusals, ImpossibleAlgorithmsExitTwoAtTheirEntry)
                       "  - {op: all_reduce, size: 1 GiB, algorithm: nvls}\n";
   CliResult r = run_cli("run " + f.string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 2) << r.all;
-  for (const std::string p : {f.string() + ":9", std::string("all_reduce"), std::string("NVLS"),
+  for (const std::string& p : {f.string() + ":9", std::string("all_reduce"), std::string("NVLS"),
                               std::string("NVSwitch with multicast"), std::string("Fix:")})
     EXPECT_NE(r.all.find(p), std::string::npos) << p << " missing:\n" << r.all;
   EXPECT_FALSE(fs::exists(dir / "out"));
@@ -206,7 +278,7 @@ TEST(RunRefusals, ImpossibleAlgorithmsExitTwoAtTheirEntry)
                       "  - {op: all_gather, size: 1 MiB, algorithm: pat}\n";
   r = run_cli("run " + f.string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 2) << r.all;
-  for (const std::string p :
+  for (const std::string& p :
        {f.string() + ":8", std::string("all_gather"), std::string("PAT"), std::string("one GPU per node")})
     EXPECT_NE(r.all.find(p), std::string::npos) << p << " missing:\n" << r.all;
   fs::remove_all(dir);

@@ -8,6 +8,7 @@
 #include "railyard/sim/scenario.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -45,10 +46,21 @@ struct NcclTestsRow {
   double algbw_GBps = 0, busbw_GBps = 0;
 };
 
+/// Where one rank runs, as nccl-tests' "#  Rank N ... on HOST device D" line names it.
+struct NcclTestsDevice {
+  std::string host; ///< the node's name: node0, node1, ... (one per node, as hostnames are)
+  int device = 0;   ///< the GPU's index inside its node (its CUDA device number there)
+};
+
 struct NcclTestsRun {
   NcclTestsOptions options;
   int nranks = 0;
-  std::string gpu_model; ///< the name CUDA gives the GPU of the scenario's system
+  int gpus_per_process = 0; ///< the header's nGpus: one process per node drives that node's ranks (-g N)
+  std::string gpu_model;    ///< the name CUDA gives the GPU of the scenario's system
+  std::vector<NcclTestsDevice> devices; ///< per rank
+  /// NCCL_ALGO / NCCL_PROTO in force for the run (the scenario's nccl.algo / nccl.proto, which --algo / --proto
+  /// replace), as given; printed the way NCCL acknowledges them with NCCL_DEBUG=INFO.
+  std::optional<std::string> algo_env, proto_env;
   std::vector<NcclTestsRow> rows;
 };
 
@@ -56,7 +68,10 @@ struct NcclTestsRun {
 /// process: SimGrid runs one engine per process). Bad options are InputError naming them.
 NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOptions& options);
 
-/// Prints the run as nccl-tests prints it: header, device lines, the column header, one row per size with
+/// Prints the run as nccl-tests prints it: header, device lines (one host name per node, device numbers inside the
+/// node), the lines NCCL prints with NCCL_DEBUG=INFO when NCCL_PROTO / NCCL_ALGO are set (src/graph/tuning.cc:
+/// "NCCL_PROTO set by environment to %s", "NCCL_ALGO set by environment to %s", once per rank, each with NCCL's
+/// "host:pid:tid [device] NCCL INFO " prefix), the column header, one row per size with
 /// out-of-place and in-place results (the simulator times both alike, #wrong 0: it moves no wrong data), and the
 /// footer with the average bus bandwidth. Railyard's own notes (NCCL's choice per size) follow the footer as
 /// comment lines.
