@@ -1,7 +1,8 @@
 // Benchmark: the same NCCL ring all-reduce (Simple protocol, one chunk loop: size-per-gpu x GPUs, rail-optimized
 // cluster of 8-GPU nodes, leaves of 32 ports) on the simgrid and the fluid backend, each run in its own child process
 // so its wall time and peak memory are its own. Prints both simulated times and their relative difference, wall
-// time, peak RSS, wall time per flow, and the speed ratio.
+// time, CPU time (user + system: steadier than wall time on a shared machine), peak RSS, CPU time per flow, and the
+// speed ratios.
 //
 //   bench_fluid_vs_simgrid [--gpus 1024,4096] [--channels 1] [--size-per-gpu 256KiB] [--simgrid-max 1024]
 //                          [--fluid-only 8192]
@@ -25,7 +26,7 @@ using namespace railyard;
 namespace {
 
 struct Run {
-  double simulated = 0, flows = 0, wall = 0, rss = 0;
+  double simulated = 0, flows = 0, wall = 0, cpu = 0, rss = 0;
 };
 
 Run run(int n, sim::Backend backend, Bytes per_gpu, int channels)
@@ -55,13 +56,14 @@ Run run(int n, sim::Backend backend, Bytes per_gpu, int channels)
     const auto timings = sim::run_schedules(s, {schedule});
     return std::vector<double>{timings.at(0).duration().value(), double(s.network().totals().flows_received)};
   });
-  return {r.values[0], r.values[1], r.wall_seconds, r.max_rss_bytes};
+  return {r.values[0], r.values[1], r.wall_seconds, r.cpu_seconds, r.max_rss_bytes};
 }
 
 void row(int n, const char* backend, const Run& r, const std::string& note)
 {
-  fmt::print("{:>6} {:>8} {:>12.0f} {:>16.9f} {:>10.2f} {:>10.1f} {:>10.0f}  {}\n", n, backend, r.flows,
-             r.simulated * 1e3, r.wall, r.rss / (1024.0 * 1024), r.flows > 0 ? r.wall / r.flows * 1e9 : 0.0, note);
+  fmt::print("{:>6} {:>8} {:>12.0f} {:>16.9f} {:>10.2f} {:>10.2f} {:>10.1f} {:>10.0f}  {}\n", n, backend, r.flows,
+             r.simulated * 1e3, r.wall, r.cpu, r.rss / (1024.0 * 1024), r.flows > 0 ? r.cpu / r.flows * 1e9 : 0.0,
+             note);
   std::fflush(stdout);
 }
 
@@ -87,20 +89,21 @@ int main(int argc, char** argv)
   const std::map<int, double> recorded_simgrid_wall{{4096, 344.0}};
 
   fmt::print("ring all-reduce, {} per GPU, {} channel(s), Simple protocol\n", per_gpu, channels);
-  fmt::print("{:>6} {:>8} {:>12} {:>16} {:>10} {:>10} {:>10}  {}\n", "gpus", "backend", "flows", "simulated(ms)",
-             "wall(s)", "peak(MiB)", "ns/flow", "note");
+  fmt::print("{:>6} {:>8} {:>12} {:>16} {:>10} {:>10} {:>10} {:>10}  {}\n", "gpus", "backend", "flows",
+             "simulated(ms)", "wall(s)", "cpu(s)", "peak(MiB)", "cpu ns/flow", "note");
   for (int n : sizes) {
     const Run f = run(n, sim::Backend::Fluid, per, channels);
     row(n, "fluid", f, "");
     if (n <= simgrid_max) {
       const Run s = run(n, sim::Backend::SimGrid, per, channels);
       row(n, "simgrid", s, "");
-      fmt::print("{:>6} agreement: simulated times differ by {:.3g} (relative); speed ratio simgrid/fluid = {:.1f}x\n",
-                 n, std::abs(f.simulated - s.simulated) / s.simulated, s.wall / f.wall);
+      fmt::print("{:>6} agreement: simulated times differ by {:.3g} (relative); speed ratio simgrid/fluid = {:.1f}x "
+                 "(wall), {:.1f}x (cpu)\n",
+                 n, std::abs(f.simulated - s.simulated) / s.simulated, s.wall / f.wall, s.cpu / f.cpu);
     } else if (auto it = recorded_simgrid_wall.find(n); it != recorded_simgrid_wall.end()) {
       fmt::print("{:>6} simgrid not run (--simgrid-max {}); RECORDED simgrid wall time {:.0f} s (issue 6, not "
-                 "measured in this run): speed ratio = {:.1f}x\n",
-                 n, simgrid_max, it->second, it->second / f.wall);
+                 "measured in this run): speed ratio = {:.1f}x (fluid wall), {:.1f}x (fluid cpu)\n",
+                 n, simgrid_max, it->second, it->second / f.wall, it->second / f.cpu);
     } else {
       fmt::print("{:>6} simgrid not run (--simgrid-max {}) and no recorded figure for this size\n", n, simgrid_max);
     }

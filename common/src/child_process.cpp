@@ -81,6 +81,8 @@ ChildResult run_in_child(const std::function<std::vector<double>()>& fn)
   wait4(pid, &status, 0, &usage);
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.max_rss_bytes = static_cast<double>(usage.ru_maxrss) * 1024.0; // Linux reports kilobytes
+  result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("run_in_child: the child process failed (wait status " + std::to_string(status) + ")");
   return result;

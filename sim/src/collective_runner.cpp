@@ -4,13 +4,64 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <optional>
 
 namespace railyard::sim {
 
-void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int rank, std::uint64_t tag_base)
-{
-  // Step timing as lowering.hpp defines it: the receives of step s+1 are posted once those of step s have arrived;
-  // its sends go `overhead` after that arrival (the per-hop latency), never before the sends of step s.
+namespace {
+
+/// Where a rank's schedule posts its work: an actor's blocking FlowNetwork calls, or an event-driven client's.
+class Poster {
+public:
+  virtual ~Poster() = default;
+  virtual void send(int src, int dst, std::uint64_t tag, Bytes bytes) = 0;
+  virtual void recv(int dst, int src, std::uint64_t tag, std::uint64_t cookie) = 0;
+  virtual void timer(Seconds at, std::uint64_t cookie) = 0;
+};
+
+/// One rank's part of a schedule as a state machine, with the step timing lowering.hpp defines for `Step`: the
+/// receives of step s+1 are posted once those of step s have arrived; its sends go `overhead` after that arrival (the
+/// per-hop latency), never before the sends of step s. The owner feeds it the completions of what it posted
+/// (`on_complete(cookie)`); it is done when nothing it posted is pending (`pending() == 0`) — its sends may still be
+/// in flight.
+class RankSchedule {
+public:
+  RankSchedule(const models::Schedule& schedule, int rank, std::uint64_t tag_base, Poster& poster)
+      : schedule_(schedule), rank_(rank), me_(schedule.gpus[rank]), tag_base_(tag_base), poster_(poster),
+        channels_(schedule.channels.size())
+  {
+  }
+
+  void start(double now)
+  {
+    for (int c = 0; c < static_cast<int>(channels_.size()); ++c) {
+      if (schedule_.channels[c].empty()) continue;
+      post_recvs(c, now);
+      sends_at(c, now + schedule_.launch.value(), now);
+      advance(c, now);
+    }
+  }
+
+  void on_complete(std::uint64_t cookie, double now)
+  {
+    --outstanding_;
+    const int c = static_cast<int>(cookie >> 2);
+    const auto kind = static_cast<Kind>(cookie & 3);
+    Channel& ch = channels_[c];
+    if (kind == Kind::FinishTimer) return;
+    if (kind == Kind::SendTimer) {
+      post_sends(c);
+    } else if (--ch.pending == 0) {
+      ch.arrived = now;
+    }
+    advance(c, now);
+  }
+
+  [[nodiscard]] int pending() const { return outstanding_; }
+
+private:
+  enum class Kind : std::uint8_t { Recv = 0, SendTimer = 1, FinishTimer = 2 };
   struct Channel {
     std::size_t step = 0;
     int pending = 0;   ///< receives of `step` still in flight
@@ -18,98 +69,187 @@ void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int ra
     bool has_recv = false;
     double arrived = 0; ///< when the last receive of `step` arrived (or the step began, without receives)
   };
-  enum class Kind : char { Recv, SendTimer, FinishTimer };
-  const int me = schedule.gpus[rank];
-  std::vector<Channel> channels(schedule.channels.size());
-  std::vector<RequestId> requests;
-  std::vector<int> request_channel;
-  std::vector<Kind> request_kind;
-  auto add_request = [&](RequestId id, int c, Kind k) {
-    requests.push_back(id);
-    request_channel.push_back(c);
-    request_kind.push_back(k);
-  };
-  auto tag_of = [&](int c) { return tag_base + static_cast<std::uint64_t>(c); };
 
-  auto post_recvs = [&](int c) {
-    Channel& ch = channels[c];
-    const models::Step& st = schedule.channels[c][ch.step];
+  static std::uint64_t cookie(int c, Kind k) { return (static_cast<std::uint64_t>(c) << 2) | static_cast<std::uint64_t>(k); }
+  [[nodiscard]] std::uint64_t tag_of(int c) const { return tag_base_ + static_cast<std::uint64_t>(c); }
+
+  void post_recvs(int c, double now)
+  {
+    Channel& ch = channels_[c];
+    const models::Step& st = schedule_.channels[c][ch.step];
     ch.pending = 0;
     ch.sent = false;
-    for (int peer : schedule.patterns[st.pattern].recvs(rank)) {
-      add_request(net.irecv(me, schedule.gpus[peer], tag_of(c)), c, Kind::Recv);
+    for (int peer : schedule_.patterns[st.pattern].recvs(rank_)) {
+      poster_.recv(me_, schedule_.gpus[peer], tag_of(c), cookie(c, Kind::Recv));
+      ++outstanding_;
       ++ch.pending;
     }
     ch.has_recv = ch.pending > 0;
-    ch.arrived = net.now().value();
-  };
-  auto post_sends = [&](int c) {
-    Channel& ch = channels[c];
-    const models::Step& st = schedule.channels[c][ch.step];
-    const models::Pattern& p = schedule.patterns[st.pattern];
-    const auto peers = p.sends(rank);
+    ch.arrived = now;
+  }
+
+  void post_sends(int c)
+  {
+    Channel& ch = channels_[c];
+    const models::Step& st = schedule_.channels[c][ch.step];
+    const models::Pattern& p = schedule_.patterns[st.pattern];
+    const auto peers = p.sends(rank_);
     for (std::size_t i = 0; i < peers.size(); ++i)
-      net.isend(me, schedule.gpus[peers[i]], tag_of(c), st.wire_bytes * p.send_weight(rank, i));
+      poster_.send(me_, schedule_.gpus[peers[i]], tag_of(c), st.wire_bytes * p.send_weight(rank_, i));
     ch.sent = true;
-  };
-  auto sends_at = [&](int c, double at) {
-    if (at > net.now().value())
-      add_request(net.timer(Seconds(at)), c, Kind::SendTimer);
-    else
+  }
+
+  void sends_at(int c, double at, double now)
+  {
+    if (at > now) {
+      poster_.timer(Seconds(at), cookie(c, Kind::SendTimer));
+      ++outstanding_;
+    } else {
       post_sends(c);
-  };
-  auto overhead_of = [&](const models::Step& st) {
-    const bool inter = st.overhead_inter && schedule.patterns[st.pattern].receives_inter_node(rank);
+    }
+  }
+
+  [[nodiscard]] double overhead_of(const models::Step& st) const
+  {
+    const bool inter = st.overhead_inter && schedule_.patterns[st.pattern].receives_inter_node(rank_);
     return (inter ? *st.overhead_inter : st.overhead).value();
-  };
+  }
+
   // Moves channel c through every step that is complete (receives arrived, sends posted).
-  auto advance = [&](int c) {
-    Channel& ch = channels[c];
-    const auto& steps = schedule.channels[c];
+  void advance(int c, double now)
+  {
+    Channel& ch = channels_[c];
+    const auto& steps = schedule_.channels[c];
     while (ch.step < steps.size() && ch.pending == 0 && ch.sent) {
       const double o = ch.has_recv ? overhead_of(steps[ch.step]) : 0.0;
-      const double next_sends = std::max(net.now().value(), ch.arrived + o);
+      const double next_sends = std::max(now, ch.arrived + o);
       ++ch.step;
       if (ch.step == steps.size()) {
         // What arrived last still has to be reduced or copied before the rank is done.
-        if (next_sends > net.now().value()) add_request(net.timer(Seconds(next_sends)), c, Kind::FinishTimer);
+        if (next_sends > now) {
+          poster_.timer(Seconds(next_sends), cookie(c, Kind::FinishTimer));
+          ++outstanding_;
+        }
         return;
       }
-      post_recvs(c);
-      sends_at(c, next_sends);
+      post_recvs(c, now);
+      sends_at(c, next_sends, now);
     }
-  };
-
-  const double start = net.now().value();
-  for (int c = 0; c < static_cast<int>(channels.size()); ++c) {
-    if (schedule.channels[c].empty()) continue;
-    post_recvs(c);
-    sends_at(c, start + schedule.launch.value());
-    advance(c);
   }
-  while (!requests.empty()) {
-    const std::size_t i = net.wait_any(requests);
-    const int c = request_channel[i];
-    const Kind kind = request_kind[i];
-    requests[i] = requests.back();
-    requests.pop_back();
-    request_channel[i] = request_channel.back();
-    request_channel.pop_back();
-    request_kind[i] = request_kind.back();
-    request_kind.pop_back();
-    Channel& ch = channels[c];
-    if (kind == Kind::FinishTimer) continue;
-    if (kind == Kind::SendTimer) {
-      post_sends(c);
-    } else if (--ch.pending == 0) {
-      ch.arrived = net.now().value();
-    }
-    advance(c);
+
+  const models::Schedule& schedule_;
+  const int rank_, me_;
+  const std::uint64_t tag_base_;
+  Poster& poster_;
+  std::vector<Channel> channels_;
+  int outstanding_ = 0; ///< receives and timers posted and not yet completed
+};
+
+/// An actor's posts: requests it then waits on with wait_any.
+class ActorPoster final : public Poster {
+public:
+  explicit ActorPoster(FlowNetwork& net) : net_(net) {}
+  void send(int src, int dst, std::uint64_t tag, Bytes bytes) override { net_.isend(src, dst, tag, bytes); }
+  void recv(int dst, int src, std::uint64_t tag, std::uint64_t cookie) override
+  {
+    requests.push_back(net_.irecv(dst, src, tag));
+    cookies.push_back(cookie);
+  }
+  void timer(Seconds at, std::uint64_t cookie) override
+  {
+    requests.push_back(net_.timer(at));
+    cookies.push_back(cookie);
+  }
+  std::vector<RequestId> requests;
+  std::vector<std::uint64_t> cookies;
+
+private:
+  FlowNetwork& net_;
+};
+
+} // namespace
+
+void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int rank, std::uint64_t tag_base)
+{
+  ActorPoster poster(net);
+  RankSchedule machine(schedule, rank, tag_base, poster);
+  machine.start(net.now().value());
+  while (!poster.requests.empty()) {
+    const std::size_t i = net.wait_any(poster.requests);
+    const std::uint64_t cookie = poster.cookies[i];
+    poster.requests[i] = poster.requests.back();
+    poster.requests.pop_back();
+    poster.cookies[i] = poster.cookies.back();
+    poster.cookies.pop_back();
+    machine.on_complete(cookie, net.now().value());
   }
   // A rank is done with a collective when what it sent has left too, as an NCCL kernel ends only once its last
   // slot is written: a rank that only sends must not start its next collective before its data is out.
   net.wait_sends();
 }
+
+namespace {
+
+/// One GPU as an event-driven client of the network: runs its collectives in order, each as a RankSchedule, and
+/// starts the next when the previous one's receives, timers and sends are all done — the rules execute_schedule
+/// follows in an actor, without an actor.
+class GpuClient final : public FlowClient, public Poster {
+public:
+  GpuClient(FlowNetwork& net, const std::vector<models::Schedule>& schedules,
+            const std::vector<std::uint64_t>& tag_base, std::vector<CollectiveTiming>& timings,
+            const std::vector<std::pair<std::size_t, int>>& items)
+      : net_(net), schedules_(schedules), tag_base_(tag_base), timings_(timings), items_(items),
+        id_(net.add_client(*this))
+  {
+  }
+
+  void start_next()
+  {
+    if (next_ == items_.size()) return;
+    const auto [index, rank] = items_[next_];
+    const double now = net_.now().value();
+    CollectiveTiming& t = timings_[index];
+    t.start = std::min(t.start, Seconds(now));
+    t.last_start = std::max(t.last_start, Seconds(now));
+    machine_.emplace(schedules_[index], rank, tag_base_[index], *this);
+    machine_->start(now);
+    if (machine_->pending() == 0) net_.client_watch_sends(id_);
+  }
+
+  void on_complete(std::uint64_t cookie) override
+  {
+    machine_->on_complete(cookie, net_.now().value());
+    if (machine_->pending() == 0) net_.client_watch_sends(id_);
+  }
+
+  void on_sends_done() override
+  {
+    CollectiveTiming& t = timings_[items_[next_].first];
+    t.end = std::max(t.end, net_.now());
+    machine_.reset();
+    ++next_;
+    start_next();
+  }
+
+  void send(int src, int dst, std::uint64_t tag, Bytes bytes) override { net_.client_isend(id_, src, dst, tag, bytes); }
+  void recv(int dst, int src, std::uint64_t tag, std::uint64_t cookie) override
+  {
+    net_.client_irecv(id_, dst, src, tag, cookie);
+  }
+  void timer(Seconds at, std::uint64_t cookie) override { net_.client_timer(id_, at, cookie); }
+
+private:
+  FlowNetwork& net_;
+  const std::vector<models::Schedule>& schedules_;
+  const std::vector<std::uint64_t>& tag_base_;
+  std::vector<CollectiveTiming>& timings_;
+  const std::vector<std::pair<std::size_t, int>>& items_;
+  const std::uint32_t id_;
+  std::size_t next_ = 0;
+  std::optional<RankSchedule> machine_;
+};
+
+} // namespace
 
 std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<models::Schedule>& schedules)
 {
@@ -128,6 +268,23 @@ std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<m
   for (std::size_t i = 1; i < schedules.size(); ++i)
     tag_base[i] = tag_base[i - 1] + std::max<std::size_t>(1, schedules[i - 1].channels.size());
   FlowNetwork& net = sim.network();
+  if (net.supports_clients()) {
+    // No actor per GPU: one actor starts every GPU's client and waits until the network has nothing left for them.
+    std::vector<std::unique_ptr<GpuClient>> clients;
+    for (int g = 0; g < gpus; ++g)
+      if (!work[g].empty())
+        clients.push_back(std::make_unique<GpuClient>(net, schedules, tag_base, timings, work[g]));
+    if (!clients.empty()) {
+      sim.spawn(0, "collectives", [&net, &clients] {
+        for (auto& c : clients) c->start_next();
+        net.wait_clients();
+      });
+      sim.run();
+    }
+    for (auto& t : timings)
+      if (t.start.value() == std::numeric_limits<double>::infinity()) t.start = Seconds(0);
+    return timings;
+  }
   for (int g = 0; g < gpus; ++g) {
     if (work[g].empty()) continue;
     sim.spawn(g, fmt::format("gpu{}", g), [&net, &schedules, &timings, &tag_base, items = &work[g]] {

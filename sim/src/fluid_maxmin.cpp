@@ -80,7 +80,23 @@ void Net::resolve(double t)
       }
     }
     for (std::uint32_t f : f_) {
-      const Flow& fl = flows_[f];
+      Flow& fl = flows_[f];
+      // A flow alone on every link it crosses (a ring's edge, most of the time) shares nothing: its rate is its
+      // slowest link or its cap, and it takes no part in the fill.
+      bool alone = true;
+      double alone_rate = kInf;
+      for (int i = 0; i < fl.n_mm && alone; ++i) {
+        const LinkState& ls = links_[fl.links[fl.mm_hop[i]]];
+        alone = ls.mm.size() == 1;
+        alone_rate = std::min(alone_rate, ls.capacity);
+      }
+      if (alone) {
+        fl.frozen = true;
+        fl.new_rate = std::min(alone_rate, effective_cap(fl));
+        if (fl.n_mm == 0 && !(fl.new_rate < kInf))
+          fl.new_rate = fl.rate;
+        continue;
+      }
       for (int i = 0; i < fl.n_mm; ++i) {
         const std::uint32_t l = fl.links[fl.mm_hop[i]];
         LinkState& ls = links_[l];
@@ -97,19 +113,6 @@ void Net::resolve(double t)
         ls.wsum += fl.weight;
         ls.unfrozen++;
         ls.in_f++;
-      }
-    }
-    // One flow alone on all its links (a ring's edge, most of the time): its rate is its slowest link or its cap.
-    if (f_.size() == 1) {
-      bool alone = true;
-      double rate = effective_cap(flows_[f_[0]]);
-      for (std::uint32_t l : l_) {
-        alone = alone && links_[l].mm.size() == 1;
-        rate = std::min(rate, links_[l].capacity);
-      }
-      if (alone) {
-        flows_[f_[0]].new_rate = rate;
-        break;
       }
     }
     // What the fixed flows already use.
@@ -129,6 +132,8 @@ void Net::resolve(double t)
     }
     for (std::uint32_t f : f_) {
       const Flow& fl = flows_[f];
+      if (fl.frozen)
+        continue;
       const double cap = effective_cap(fl);
       if (cap < kInf)
         fill_.push_back({cap / fl.weight, f, 0, true});

@@ -133,22 +133,25 @@ std::uint32_t Net::self_index()
   return static_cast<std::uint32_t>(sg::s4u::this_actor::get_pid());
 }
 
-Conn& Net::connection(int src, int dst, std::uint64_t tag)
+std::uint32_t Net::connection(int src, int dst, std::uint64_t tag)
 {
   bool inserted = false;
-  Conn& c = conns_.get((static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                           static_cast<std::uint32_t>(dst),
-                       tag, inserted);
-  if (inserted)
-    c.priority = cfg_.pfc.priority;
-  return c;
+  std::uint32_t& id = conn_ids_.get((static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+                                        static_cast<std::uint32_t>(dst),
+                                    tag, inserted);
+  if (inserted) {
+    id = static_cast<std::uint32_t>(conns_.size());
+    conns_.emplace_back();
+    conns_.back().priority = cfg_.pfc.priority;
+  }
+  return id;
 }
 
 void Net::set_priority(int src, int dst, std::uint64_t tag, int priority)
 {
   if (priority < 0 || priority > 7)
     throw std::invalid_argument(fmt::format("priority {} is outside 0..7", priority));
-  connection(src, dst, tag).priority = priority;
+  conns_[connection(src, dst, tag)].priority = priority;
 }
 
 std::uint32_t Net::alloc_message()
@@ -177,17 +180,25 @@ std::uint32_t Net::alloc_request()
   return static_cast<std::uint32_t>(requests_.size() - 1);
 }
 
-void Net::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
+void Net::send_from(std::uint32_t sender, int src, int dst, std::uint64_t tag, Bytes bytes)
 {
   if (src == dst)
     throw std::logic_error("isend: a GPU cannot send to itself through the network");
   if (src < 0 || dst < 0 || src >= topo_.num_gpus() || dst >= topo_.num_gpus())
     throw std::out_of_range(fmt::format("isend {} -> {}: GPUs are 0..{}", src, dst, topo_.num_gpus() - 1));
-  const std::uint32_t sender = self_index();
-  actors_[sender].outstanding++;
-  Conn& c = connection(src, dst, tag);
+  std::uint32_t conn;
+  if (sender & kClientBit) {
+    ClientRec& cr = clients_[sender & ~kClientBit];
+    cr.outstanding++;
+    conn = memo_connection(cr.last_send, src, dst, tag);
+  } else {
+    actors_[sender].outstanding++;
+    conn = connection(src, dst, tag);
+  }
+  Conn& c = conns_[conn];
   const std::uint32_t m = alloc_message();
   Message& msg = messages_[m];
+  msg.conn = conn;
   msg.src = src;
   msg.dst = dst;
   msg.tag = tag;
@@ -211,13 +222,15 @@ void Net::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
   }
 }
 
-RequestId Net::irecv(int dst, int src, std::uint64_t tag)
+std::uint32_t Net::recv_for(std::uint32_t owner, int dst, int src, std::uint64_t tag, std::uint64_t cookie)
 {
   if (src < 0 || dst < 0 || src >= topo_.num_gpus() || dst >= topo_.num_gpus())
     throw std::out_of_range(fmt::format("irecv {} <- {}: GPUs are 0..{}", dst, src, topo_.num_gpus() - 1));
   const std::uint32_t r = alloc_request();
-  requests_[r].owner = self_index();
-  Conn& c = connection(src, dst, tag);
+  requests_[r].owner = owner;
+  requests_[r].cookie = cookie;
+  Conn& c = conns_[(owner & kClientBit) ? memo_connection(clients_[owner & ~kClientBit].last_recv, src, dst, tag)
+                                        : connection(src, dst, tag)];
   if (c.send_head != kNone) {
     const std::uint32_t m = c.send_head;
     c.send_head = messages_[m].next;
@@ -243,10 +256,11 @@ void Net::match(std::uint32_t m, std::uint32_t r)
   arm(sg::s4u::Engine::get_clock());
 }
 
-RequestId Net::timer(Seconds at)
+std::uint32_t Net::timer_for(std::uint32_t owner, Seconds at, std::uint64_t cookie)
 {
   const std::uint32_t r = alloc_request();
-  requests_[r].owner = self_index();
+  requests_[r].owner = owner;
+  requests_[r].cookie = cookie;
   const double t = std::max(at.value(), sg::s4u::Engine::get_clock());
   push(t, EventKind::Timer, r, 0);
   arm(t);
@@ -297,6 +311,89 @@ void Net::wake(std::uint32_t actor)
   if (a.waiting) {
     a.waiting = false;
     a.actor->resume();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Event-driven clients: the same matching and flows, with callbacks instead of suspended actors.
+
+std::uint32_t Net::add_client(FlowClient& client)
+{
+  clients_.push_back(ClientRec{&client, 0, false});
+  return static_cast<std::uint32_t>(clients_.size() - 1);
+}
+
+void Net::client_irecv(std::uint32_t client, int dst, int src, std::uint64_t tag, std::uint64_t cookie)
+{
+  ++client_work_;
+  recv_for(kClientBit | client, dst, src, tag, cookie);
+}
+
+void Net::client_timer(std::uint32_t client, Seconds at, std::uint64_t cookie)
+{
+  ++client_work_;
+  timer_for(kClientBit | client, at, cookie);
+}
+
+void Net::client_watch_sends(std::uint32_t client)
+{
+  ClientRec& c = clients_.at(client);
+  if (c.outstanding == 0) {
+    c.client->on_sends_done();
+    return;
+  }
+  if (!c.watching) {
+    c.watching = true;
+    ++client_work_;
+  }
+}
+
+void Net::wait_clients()
+{
+  while (client_work_ > 0) {
+    clients_waiter_ = sg::s4u::Actor::self();
+    sg::s4u::this_actor::suspend();
+  }
+  clients_waiter_ = nullptr;
+}
+
+void Net::client_work_done()
+{
+  if (--client_work_ == 0 && clients_waiter_ != nullptr)
+    clients_waiter_->resume();
+}
+
+void Net::complete_request(std::uint32_t r, double t)
+{
+  Request& req = requests_[r];
+  const std::uint32_t owner = req.owner;
+  if ((owner & kClientBit) == 0) {
+    req.done_at = t;
+    wake(owner);
+    return;
+  }
+  const std::uint64_t cookie = req.cookie;
+  req = Request{};
+  free_requests_.push_back(r);
+  clients_[owner & ~kClientBit].client->on_complete(cookie);
+  client_work_done();
+}
+
+void Net::send_ended(std::uint32_t sender)
+{
+  if (sender & kClientBit) {
+    ClientRec& c = clients_[sender & ~kClientBit];
+    if (--c.outstanding == 0 && c.watching) {
+      c.watching = false;
+      c.client->on_sends_done();
+      client_work_done();
+    }
+    return;
+  }
+  ActorRec& s = actors_[sender];
+  if (--s.outstanding == 0 && s.waiting_sends) {
+    s.waiting_sends = false;
+    s.actor->resume();
   }
 }
 
@@ -394,12 +491,7 @@ void Net::dispatch(const Event& e, double now)
     break;
   }
   case EventKind::Arrival: complete_message(e.a, e.t); break;
-  case EventKind::Timer: {
-    Request& r = requests_[e.a];
-    r.done_at = e.t;
-    wake(r.owner);
-    break;
-  }
+  case EventKind::Timer: complete_request(e.a, e.t); break;
   case EventKind::Step: step_scheduled_ = false; break;
   case EventKind::Sample:
     sample_scheduled_ = false;
@@ -475,34 +567,70 @@ void Net::start_pending(double t)
           add_flow(m, paths[p], msg.bytes / n, 1.0 / static_cast<double>(paths.size()),
                    static_cast<int>(p) + qp * static_cast<int>(paths.size()), t);
     } else {
-      for (int qp = 0; qp < q; ++qp) {
-        if (const topo::Path* only = single_path(msg.src, msg.dst)) {
-          add_flow(m, *only, msg.bytes / q, 1.0, qp, t);
-          continue;
-        }
-        std::uint64_t key;
-        if (cfg_.ecmp == EcmpMode::PerFlow) {
-          bool inserted = false;
-          key = flows_per_pair_.get(static_cast<std::uint64_t>(msg.src), static_cast<std::uint64_t>(msg.dst),
-                                    inserted)++;
+      Conn& c = conns_[msg.conn];
+      if (c.routes == kNone && !c.per_flow_hash) {
+        // The connection's QPs keep their paths unless ECMP hashes every flow over several: found once, at its
+        // first transfer.
+        const topo::Path* only = single_path(msg.src, msg.dst);
+        if (!only && cfg_.ecmp == EcmpMode::PerFlow) {
+          c.per_flow_hash = true;
         } else {
-          // The QP's 5-tuple: both ends, the connection and the QP. Topology::route's switch hash sees only this key,
-          // so the pair must be in it, or every pair's QP 0 would take the same uplink.
-          const std::uint64_t pair = (static_cast<std::uint64_t>(msg.src) << 32) | static_cast<std::uint32_t>(msg.dst);
-          key = splitmix64(splitmix64(splitmix64(pair) ^ msg.tag) ^ static_cast<std::uint64_t>(qp));
+          c.routes = static_cast<std::uint32_t>(routes_.size());
+          for (int qp = 0; qp < q; ++qp) {
+            if (only) {
+              routes_.push_back(qp == 0 ? store_route(*only) : routes_[c.routes]);
+              continue;
+            }
+            // The QP's 5-tuple: both ends, the connection and the QP. Topology::route's switch hash sees only this
+            // key, so the pair must be in it, or every pair's QP 0 would take the same uplink.
+            const std::uint64_t pair =
+                (static_cast<std::uint64_t>(msg.src) << 32) | static_cast<std::uint32_t>(msg.dst);
+            const std::uint64_t key =
+                splitmix64(splitmix64(splitmix64(pair) ^ msg.tag) ^ static_cast<std::uint64_t>(qp));
+            routes_.push_back(store_route(topo_.route(msg.src, msg.dst, key, seed_, pxn_)));
+          }
         }
-        add_flow(m, topo_.route(msg.src, msg.dst, key, seed_, pxn_), msg.bytes / q, 1.0, qp, t);
+      }
+      if (c.per_flow_hash) {
+        // A new hash per flow: the k-th flow of the pair.
+        for (int qp = 0; qp < q; ++qp) {
+          bool inserted = false;
+          const std::uint64_t key = flows_per_pair_.get(static_cast<std::uint64_t>(msg.src),
+                                                        static_cast<std::uint64_t>(msg.dst), inserted)++;
+          add_flow(m, topo_.route(msg.src, msg.dst, key, seed_, pxn_), msg.bytes / q, 1.0, qp, t);
+        }
+        continue;
+      }
+      for (int qp = 0; qp < q; ++qp) {
+        const RouteRef route = routes_[c.routes + static_cast<std::uint32_t>(qp)];
+        add_flow(m, route_links_.data() + route.offset, route.hops, msg.bytes / q, 1.0, qp, t);
       }
     }
   }
   starting_.clear();
 }
 
+RouteRef Net::store_route(const topo::Path& path)
+{
+  RouteRef r{static_cast<std::uint32_t>(route_links_.size()), static_cast<std::uint32_t>(path.size())};
+  for (topo::LinkId l : path)
+    route_links_.push_back(static_cast<std::uint32_t>(l));
+  return r;
+}
+
 void Net::add_flow(std::uint32_t m, const topo::Path& path, double bytes, double weight, int qp, double t)
 {
-  if (path.size() > kMaxHops)
-    throw std::logic_error(fmt::format("a path of {} links is longer than the fluid backend's {}", path.size(),
-                                       kMaxHops));
+  path_scratch_.clear();
+  for (topo::LinkId l : path)
+    path_scratch_.push_back(static_cast<std::uint32_t>(l));
+  add_flow(m, path_scratch_.data(), path_scratch_.size(), bytes, weight, qp, t);
+}
+
+void Net::add_flow(std::uint32_t m, const std::uint32_t* path, std::size_t hops, double bytes, double weight, int qp,
+                   double t)
+{
+  if (hops > kMaxHops)
+    throw std::logic_error(fmt::format("a path of {} links is longer than the fluid backend's {}", hops, kMaxHops));
   const std::uint32_t f = alloc_flow();
   Flow& fl = flows_[f];
   Message& msg = messages_[m];
@@ -513,15 +641,15 @@ void Net::add_flow(std::uint32_t m, const topo::Path& path, double bytes, double
   fl.weight = weight;
   fl.qp = qp;
   fl.priority = static_cast<std::int8_t>(msg.priority);
-  fl.hops = static_cast<std::uint8_t>(path.size());
+  fl.hops = static_cast<std::uint8_t>(hops);
   fl.id = next_flow_id_++;
   msg.pending++;
   ++active_flows_;
   ++report_.stats.flows;
   double latency = 0;
   bool fabric = false;
-  for (std::size_t h = 0; h < path.size(); ++h) {
-    const auto l = static_cast<std::uint32_t>(path[h]);
+  for (std::size_t h = 0; h < hops; ++h) {
+    const auto l = path[h];
     fl.links[h] = l;
     latency += links_[l].latency;
     fabric = fabric || links_[l].queued;
@@ -535,7 +663,7 @@ void Net::add_flow(std::uint32_t m, const topo::Path& path, double bytes, double
   }
   fl.hops_joined = true;
   double line = kInf;
-  for (std::size_t h = 0; h < path.size(); ++h) {
+  for (std::size_t h = 0; h < hops; ++h) {
     const std::uint32_t l = fl.links[h];
     LinkState& ls = links_[l];
     ls.tot_flows++;
@@ -607,11 +735,7 @@ void Net::end_flow(std::uint32_t f, double t)
   free_flows_.push_back(f);
   if (--msg.pending == 0) {
     push(msg.arrival, EventKind::Arrival, fl.message, 0);
-    ActorRec& s = actors_[msg.sender];
-    if (--s.outstanding == 0 && s.waiting_sends) {
-      s.waiting_sends = false;
-      s.actor->resume();
-    }
+    send_ended(msg.sender);
   }
 }
 
@@ -629,12 +753,11 @@ void Net::remove_slot(std::vector<Slot>& list, std::uint32_t pos, bool mm)
 void Net::complete_message(std::uint32_t m, double t)
 {
   Message& msg = messages_[m];
-  Request& r = requests_[msg.request];
-  r.done_at = t;
   totals_.flows_received++;
   totals_.bytes_received += msg.bytes;
-  wake(r.owner);
+  const std::uint32_t r = msg.request;
   free_messages_.push_back(m);
+  complete_request(r, t);
 }
 
 void Net::mark_dirty(std::uint32_t l)
@@ -768,6 +891,21 @@ RequestId FluidNetwork::irecv(int dst, int src, std::uint64_t tag) { return impl
 RequestId FluidNetwork::timer(Seconds at) { return impl_->net.timer(at); }
 std::size_t FluidNetwork::wait_any(const std::vector<RequestId>& requests) { return impl_->net.wait_any(requests); }
 void FluidNetwork::wait_sends() { impl_->net.wait_sends(); }
+std::uint32_t FluidNetwork::add_client(FlowClient& client) { return impl_->net.add_client(client); }
+void FluidNetwork::client_isend(std::uint32_t client, int src, int dst, std::uint64_t tag, Bytes bytes)
+{
+  impl_->net.client_isend(client, src, dst, tag, bytes);
+}
+void FluidNetwork::client_irecv(std::uint32_t client, int dst, int src, std::uint64_t tag, std::uint64_t cookie)
+{
+  impl_->net.client_irecv(client, dst, src, tag, cookie);
+}
+void FluidNetwork::client_timer(std::uint32_t client, Seconds at, std::uint64_t cookie)
+{
+  impl_->net.client_timer(client, at, cookie);
+}
+void FluidNetwork::client_watch_sends(std::uint32_t client) { impl_->net.client_watch_sends(client); }
+void FluidNetwork::wait_clients() { impl_->net.wait_clients(); }
 Seconds FluidNetwork::now() const { return Seconds(sg::s4u::Engine::get_clock()); }
 const FlowTotals& FluidNetwork::totals() const { return impl_->net.totals(); }
 void FluidNetwork::set_priority(int src, int dst, std::uint64_t tag, int priority)

@@ -127,19 +127,34 @@ struct Message {
   std::uint64_t tag = 0;
   double bytes = 0, start = 0, arrival = 0;
   std::uint32_t request = kNone, next = kNone, sender = kNone, pending = 0;
+  std::uint32_t conn = kNone;
   int priority = 3;
 };
+
+/// Owners of requests and senders of messages are actors (their SimGrid pid) or clients (kClientBit | index).
+inline constexpr std::uint32_t kClientBit = 0x80000000u;
 
 struct Request {
   double done_at = -1;
   std::uint32_t owner = kNone, next = kNone;
   bool in_use = false;
+  std::uint64_t cookie = 0; ///< a client's
 };
 
 /// Transfers and receives waiting for their match on one (src, dst, tag) connection, as FIFO lists.
 struct Conn {
   std::uint32_t send_head = kNone, send_tail = kNone, recv_head = kNone, recv_tail = kNone;
   int priority = 3;
+  /// The paths of its QPs, when they are the same for every transfer (the pair has one path, or ECMP hashes per
+  /// QP): qps_per_connection entries of routes_ from here, found at its first transfer.
+  std::uint32_t routes = kNone;
+  bool per_flow_hash = false; ///< ECMP per flow over several paths: each transfer hashes anew
+};
+
+/// A path stored in Net::route_links_.
+struct RouteRef {
+  std::uint32_t offset = 0;
+  std::uint32_t hops = 0;
 };
 
 /// Open-addressing map from a key of two 64-bit words to a value: one probe sequence in one array, no node per entry
@@ -202,9 +217,18 @@ public:
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
-  void isend(int src, int dst, std::uint64_t tag, Bytes bytes);
-  RequestId irecv(int dst, int src, std::uint64_t tag);
-  RequestId timer(Seconds at);
+  void isend(int src, int dst, std::uint64_t tag, Bytes bytes) { send_from(self_index(), src, dst, tag, bytes); }
+  RequestId irecv(int dst, int src, std::uint64_t tag) { return recv_for(self_index(), dst, src, tag, 0); }
+  RequestId timer(Seconds at) { return timer_for(self_index(), at, 0); }
+  std::uint32_t add_client(FlowClient& client);
+  void client_isend(std::uint32_t client, int src, int dst, std::uint64_t tag, Bytes bytes)
+  {
+    send_from(kClientBit | client, src, dst, tag, bytes);
+  }
+  void client_irecv(std::uint32_t client, int dst, int src, std::uint64_t tag, std::uint64_t cookie);
+  void client_timer(std::uint32_t client, Seconds at, std::uint64_t cookie);
+  void client_watch_sends(std::uint32_t client);
+  void wait_clients();
   std::size_t wait_any(const std::vector<RequestId>& ids);
   void wait_sends();
   void set_priority(int src, int dst, std::uint64_t tag, int priority);
@@ -221,9 +245,38 @@ private:
     std::uint32_t outstanding = 0;
   };
 
+  /// The last connection a client sent or received on: a rank of a ring uses the same two every step.
+  struct ConnMemo {
+    int src = -1, dst = -1;
+    std::uint64_t tag = 0;
+    std::uint32_t conn = kNone;
+  };
+  struct ClientRec {
+    FlowClient* client = nullptr;
+    std::uint32_t outstanding = 0;
+    bool watching = false;
+    ConnMemo last_send, last_recv;
+  };
+  std::uint32_t memo_connection(ConnMemo& memo, int src, int dst, std::uint64_t tag)
+  {
+    if (memo.src != src || memo.dst != dst || memo.tag != tag)
+      memo = ConnMemo{src, dst, tag, connection(src, dst, tag)};
+    return memo.conn;
+  }
+
   ActorRec& self();
   std::uint32_t self_index();
-  Conn& connection(int src, int dst, std::uint64_t tag);
+  void send_from(std::uint32_t sender, int src, int dst, std::uint64_t tag, Bytes bytes);
+  std::uint32_t recv_for(std::uint32_t owner, int dst, int src, std::uint64_t tag, std::uint64_t cookie);
+  std::uint32_t timer_for(std::uint32_t owner, Seconds at, std::uint64_t cookie);
+  /// A request is done at `t`: an actor owner is woken, a client owner called back.
+  void complete_request(std::uint32_t r, double t);
+  /// One of `sender`'s transfers ended.
+  void send_ended(std::uint32_t sender);
+  /// A client callback delivered: wakes the actor in wait_clients() once no client has anything pending.
+  void client_work_done();
+  /// The connection's index in conns_, created on first use.
+  std::uint32_t connection(int src, int dst, std::uint64_t tag);
   std::uint32_t alloc_message();
   std::uint32_t alloc_request();
   std::uint32_t alloc_flow();
@@ -240,7 +293,11 @@ private:
   /// The path of a pair that has only one, or null.
   const topo::Path* single_path(int src, int dst);
   void start_pending(double t);
+  void add_flow(std::uint32_t message, const std::uint32_t* path, std::size_t hops, double bytes, double weight, int qp,
+                double t);
   void add_flow(std::uint32_t message, const topo::Path& path, double bytes, double weight, int qp, double t);
+  /// Stores a path in route_links_.
+  RouteRef store_route(const topo::Path& path);
   void end_flow(std::uint32_t f, double t);
   void remove_slot(std::vector<Slot>& list, std::uint32_t pos, bool mm);
   void complete_message(std::uint32_t m, double t);
@@ -285,7 +342,14 @@ private:
   std::vector<Request> requests_;
   std::vector<std::uint32_t> free_requests_;
   std::vector<ActorRec> actors_; ///< by SimGrid pid
-  FlatMap<Conn> conns_;
+  std::vector<ClientRec> clients_;
+  std::uint64_t client_work_ = 0; ///< receives, timers and watches of clients not yet delivered
+  simgrid::s4u::Actor* clients_waiter_ = nullptr;
+  FlatMap<std::uint32_t> conn_ids_;
+  std::vector<Conn> conns_;
+  std::vector<RouteRef> routes_;
+  std::vector<std::uint32_t> route_links_;
+  std::vector<std::uint32_t> path_scratch_;
   FlatMap<std::uint64_t> flows_per_pair_;
   std::unordered_map<std::uint64_t, std::vector<topo::Path>> spray_cache_;
   /// Pairs with a single path keep it: route() allocates its answer, a tenth of a large ring's time otherwise.

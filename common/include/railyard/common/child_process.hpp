@@ -12,6 +12,8 @@ struct ChildResult {
   std::vector<double> values;
   double wall_seconds = 0;       ///< wall-clock time of the child, fork to exit
   double max_rss_bytes = 0;      ///< the child's peak resident set size (getrusage ru_maxrss)
+  /// The child's user + system CPU time (getrusage): on a shared machine, steadier than its wall time.
+  double cpu_seconds = 0;
 };
 
 /// Forks, runs `fn` in the child and returns what it returned. Throws std::runtime_error if the child fails (an

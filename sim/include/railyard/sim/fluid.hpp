@@ -153,6 +153,13 @@ public:
   RequestId timer(Seconds at) override;
   std::size_t wait_any(const std::vector<RequestId>& requests) override;
   void wait_sends() override;
+  [[nodiscard]] bool supports_clients() const override { return true; }
+  std::uint32_t add_client(FlowClient& client) override;
+  void client_isend(std::uint32_t client, int src, int dst, std::uint64_t tag, Bytes bytes) override;
+  void client_irecv(std::uint32_t client, int dst, int src, std::uint64_t tag, std::uint64_t cookie) override;
+  void client_timer(std::uint32_t client, Seconds at, std::uint64_t cookie) override;
+  void client_watch_sends(std::uint32_t client) override;
+  void wait_clients() override;
   [[nodiscard]] Seconds now() const override;
   [[nodiscard]] const FlowTotals& totals() const override;
 
