@@ -99,6 +99,7 @@ LinkParams read_link(const YamlNode& n, const std::set<std::string>& inputs)
 {
   n.expect_keys({"kind", "latency_us", "bandwidth_GBps", "source", "fit"});
   LinkParams l;
+  l.line = n.where().line;
   const auto kind = n.at("kind");
   const auto k = link_kind_from_string(kind.as_string());
   if (!k)
@@ -118,6 +119,7 @@ CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& in
   n.expect_keys(
       {"collective", "algorithm", "protocol", "link", "nranks", "nodes", "measured_bytes", "source", "fit", "pieces"});
   CollectiveFit c;
+  c.line = n.where().line;
   const auto coll = n.at("collective");
   const auto k = models::collective_from_string(coll.as_string());
   if (!k)

@@ -669,8 +669,14 @@ private:
     if (it != analytical_.end()) return it->second;
     Op sized = op;
     sized.bytes = Bytes(bytes);
+    std::optional<Seconds> given;
+    if (opt_.collective_time)
+      given = opt_.collective_time(
+          call_of(op, comm, bytes),
+          {rt.prog->g->source_file(), 0, fmt::format("rank {} {}", rt.rank, rt.prog->g->describe(op_id))});
     const double t =
-        isolated_collective_time(*schedule_for(rt, op_id, sized, comm), topo_, cfg_.pxn, cfg_.seed).value();
+        given ? given->value()
+              : isolated_collective_time(*schedule_for(rt, op_id, sized, comm), topo_, cfg_.pxn, cfg_.seed).value();
     analytical_.emplace(key, t);
     return t;
   }

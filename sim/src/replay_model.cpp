@@ -1,8 +1,12 @@
-// The analytical collective model of the replay: a lowered schedule timed alone on the fabric (replay.hpp).
+// The analytical collective models of the replay: a lowered schedule timed alone on the fabric, and a profile's fitted
+// collective cost (replay.hpp).
 #include "railyard/sim/replay.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -77,6 +81,77 @@ Seconds isolated_collective_time(const models::Schedule& s, const topo::Topology
     total += round;
   }
   return Seconds(total);
+}
+
+namespace {
+
+std::string entry_name(const calibration::CollectiveFit& f)
+{
+  return fmt::format("{} {}/{} over {}, {} ranks on {} node{} (line {})", models::to_string(f.collective),
+                     calibration::algorithm_name(f.algorithm), calibration::protocol_name(f.protocol),
+                     calibration::to_string(f.link), f.nranks, f.nodes, f.nodes == 1 ? "" : "s", f.line);
+}
+
+} // namespace
+
+ProfileCollectiveCost profile_collective_cost(const calibration::Profile& profile, const models::CollectiveCall& call,
+                                              const topo::Topology& topology)
+{
+  ProfileCollectiveCost out;
+  std::set<int> nodes;
+  for (int g : call.ranks)
+    nodes.insert(topology.node_of(g));
+  out.nodes = static_cast<int>(nodes.size());
+  const int nranks = static_cast<int>(call.ranks.size());
+  const auto link = out.nodes == 1 ? calibration::LinkKind::NvLink : calibration::LinkKind::Network;
+  const std::string what =
+      fmt::format("{} {}/{} over {}, {} ranks on {} node{}", models::to_string(call.kind),
+                  calibration::algorithm_name(call.algorithm), calibration::protocol_name(call.protocol),
+                  calibration::to_string(link), nranks, out.nodes, out.nodes == 1 ? "" : "s");
+
+  // Exactly the measured shape: a fit is not carried to another rank or node count, whose latency and per-link
+  // bandwidth the measurement says nothing about.
+  const calibration::CollectiveFit* exact = nullptr;
+  const calibration::CollectiveFit* chosen_by_nccl = nullptr;
+  std::vector<std::string> near; // same collective and link, other shapes or algorithms, for the reason
+  for (const auto& f : profile.collectives) {
+    if (f.collective != call.kind || f.link != link) continue;
+    if (f.nranks != nranks || f.nodes != out.nodes) {
+      near.push_back(fmt::format("{}/{} with {} ranks on {} node{}", calibration::algorithm_name(f.algorithm),
+                                 calibration::protocol_name(f.protocol), f.nranks, f.nodes, f.nodes == 1 ? "" : "s"));
+      continue;
+    }
+    if (f.algorithm == call.algorithm && f.protocol == call.protocol)
+      exact = &f;
+    else if (!f.algorithm && !f.protocol)
+      chosen_by_nccl = &f;
+    else
+      near.push_back(fmt::format("{}/{} with {} ranks on {} node{}", calibration::algorithm_name(f.algorithm),
+                                 calibration::protocol_name(f.protocol), f.nranks, f.nodes, f.nodes == 1 ? "" : "s"));
+  }
+  out.fit = exact ? exact : chosen_by_nccl;
+  if (!out.fit) {
+    std::string have;
+    for (const auto& n : near)
+      have += (have.empty() ? "" : "; ") + n;
+    out.reason = fmt::format("the profile has no entry for {}{}", what,
+                             have.empty() ? std::string(" nor for this collective over this link")
+                                          : fmt::format(" (it has {})", have));
+    return out;
+  }
+  out.time = out.fit->time(call.bytes, nranks);
+  out.extrapolated =
+      out.fit->measured_max.value() > 0 && (call.bytes < out.fit->measured_min || call.bytes > out.fit->measured_max);
+  out.reason = exact ? fmt::format("entry {}: the algorithm and protocol NCCL's model chose", entry_name(*out.fit))
+                     : fmt::format("entry {}: NCCL's own choice as measured; the profile has no {}/{} entry for this "
+                                   "shape",
+                                   entry_name(*out.fit), calibration::algorithm_name(call.algorithm),
+                                   calibration::protocol_name(call.protocol));
+  if (out.extrapolated)
+    out.reason +=
+        fmt::format("; {} lies outside the measured sizes {}..{}, the piece extrapolates", format_bytes(call.bytes),
+                    format_bytes(out.fit->measured_min), format_bytes(out.fit->measured_max));
+  return out;
 }
 
 } // namespace railyard::sim

@@ -99,6 +99,10 @@ void write_outputs(const RunResult& result, const std::string& dir)
   j["pxn"] = result.scenario.sim.pxn;
   j["cluster_kind"] = topo::to_string(result.scenario.cluster.kind);
   j["topology"] = topo::summary_json(result.scenario.cluster, result.topology);
+  const auto& prof = result.scenario.profile_data;
+  j["profile"] = prof ? nlohmann::ordered_json(prof->system) : nlohmann::ordered_json(nullptr);
+  j["profile_file"] = prof ? nlohmann::ordered_json(prof->file) : nlohmann::ordered_json(nullptr);
+  j["links"] = cluster_links_json(result.scenario);
   j["simulated_time_s"] = result.simulated_time.value();
   j["flows"] = {{"sent", result.flows.flows_sent},
                 {"received", result.flows.flows_received},

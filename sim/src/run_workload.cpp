@@ -67,6 +67,43 @@ nlohmann::ordered_json breakdown_json(const TimeBreakdown& b, double step)
   return j;
 }
 
+nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
+{
+  nlohmann::ordered_json j;
+  if (!result.profile_collectives) {
+    j["model"] = result.replay.comm == CommModel::Analytical ? "schedule" : nullptr;
+    return j;
+  }
+  j["model"] = "profile";
+  j["profile_file"] = result.scenario.profile;
+  int fitted = 0;
+  for (const auto& c : result.collective_costs)
+    fitted += c.fitted ? 1 : 0;
+  j["distinct_calls"] = result.collective_costs.size();
+  j["timed_by_profile_fit"] = fitted;
+  j["timed_by_schedule"] = static_cast<int>(result.collective_costs.size()) - fitted;
+  nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+  for (const auto& c : result.collective_costs) {
+    nlohmann::ordered_json e;
+    e["op"] = models::to_string(c.call.kind);
+    e["size_bytes"] = c.call.bytes.value();
+    e["nranks"] = c.call.ranks.size();
+    e["nodes"] = c.nodes;
+    e["algorithm"] = models::to_string(*c.call.algorithm);
+    e["protocol"] = models::to_string(*c.call.protocol);
+    e["communicators"] = c.communicators;
+    e["timed_by"] = c.fitted ? "profile_fit" : "schedule";
+    e["profile_line"] = c.fitted ? nlohmann::ordered_json(c.entry_line) : nlohmann::ordered_json(nullptr);
+    e["extrapolated"] = c.extrapolated;
+    e["time_s"] = c.time.value();
+    e["schedule_time_s"] = c.schedule_time.value();
+    e["reason"] = c.reason;
+    calls.push_back(e);
+  }
+  j["calls"] = calls;
+  return j;
+}
+
 } // namespace
 
 WorkloadRunResult run_workload(const Scenario& scenario)
@@ -78,23 +115,64 @@ WorkloadRunResult run_workload(const Scenario& scenario)
   WorkloadRunResult result;
   result.scenario = scenario;
   result.topology = topology.summary();
-  std::optional<calibration::Profile> profile;
-  if (!scenario.profile.empty()) {
-    profile = calibration::read_profile(scenario.profile);
-    result.profile_system = profile->system;
-  }
+  // load_scenario has read the profile; a Scenario made in code may name one without it.
+  std::shared_ptr<const calibration::Profile> profile = scenario.profile_data;
+  if (!profile && !scenario.profile.empty())
+    profile = std::make_shared<const calibration::Profile>(calibration::read_profile(scenario.profile));
+  if (profile) result.profile_system = profile->system;
   ReplayOptions options = scenario.workload->replay;
   options.step_overhead = scenario.step_overhead;
   options.lower = [&scenario, &topology](const models::CollectiveCall& call, const InputLocation& where) {
     const models::CollectiveCall resolved = resolve_call(call, topology, scenario.nccl, where);
     return models::lower(lowering_input(resolved, topology, scenario.nccl, scenario.step_overhead));
   };
+  // collective_model: profile: the fit where the profile covers the call, else the schedule; every distinct shape
+  // is recorded once, with both times, for the summary.
+  auto costs = std::make_shared<std::vector<CollectiveCostUse>>();
+  if (scenario.workload->collective_model == WorkloadSpec::CollectiveModel::Profile) {
+    if (!profile)
+      throw InputError(scenario.workload->collective_model_where,
+                       "collective_model: profile needs the profile's fitted collective costs, and the scenario names "
+                       "no profile",
+                       "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+    result.profile_collectives = true;
+    options.collective_time = [&scenario, &topology, profile, costs](const models::CollectiveCall& call,
+                                                                     const InputLocation& where) {
+      const models::CollectiveCall resolved = resolve_call(call, topology, scenario.nccl, where);
+      const ProfileCollectiveCost cost = profile_collective_cost(*profile, resolved, topology);
+      const Seconds schedule = isolated_collective_time(
+          models::lower(lowering_input(resolved, topology, scenario.nccl, scenario.step_overhead)), topology,
+          scenario.sim.pxn, scenario.sim.seed);
+      const Seconds used = cost.fit ? cost.time : schedule;
+      for (auto& c : *costs)
+        if (c.call.kind == resolved.kind && c.call.bytes == resolved.bytes &&
+            c.call.ranks.size() == resolved.ranks.size() && c.nodes == cost.nodes &&
+            c.call.algorithm == resolved.algorithm && c.call.protocol == resolved.protocol && c.time == used &&
+            c.reason == cost.reason) {
+          ++c.communicators;
+          return std::optional<Seconds>(used);
+        }
+      CollectiveCostUse u;
+      u.call = resolved;
+      u.nodes = cost.nodes;
+      u.communicators = 1;
+      u.fitted = cost.fit != nullptr;
+      u.entry_line = cost.fit ? cost.fit->line : 0;
+      u.extrapolated = cost.extrapolated;
+      u.time = used;
+      u.schedule_time = schedule;
+      u.reason = cost.reason;
+      costs->push_back(std::move(u));
+      return std::optional<Seconds>(used);
+    };
+  }
   if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && !profile)
     throw InputError(scenario.workload->where,
                      "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
                      "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
   result.workload = load_workload(scenario, options);
-  result.replay = replay_workload(result.workload, topology, scenario.sim, profile ? &*profile : nullptr, options);
+  result.replay = replay_workload(result.workload, topology, scenario.sim, profile.get(), options);
+  result.collective_costs = std::move(*costs);
   return result;
 }
 
@@ -156,7 +234,10 @@ void write_workload_outputs(const WorkloadRunResult& result, const std::string& 
   wl["notes"] = w.notes;
   j["workload"] = wl;
   j["profile"] = result.profile_system;
+  j["profile_file"] = result.scenario.profile;
+  j["links"] = cluster_links_json(result.scenario);
   j["communication"] = to_string(r.comm);
+  j["collective_model"] = collective_model_json(result);
   j["step_time_s"] = step;
   j["start_s"] = r.start.value();
   j["model_flops"] = r.model_flops;

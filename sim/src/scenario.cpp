@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -170,7 +171,265 @@ CollectiveSpec parse_entry(const YamlNode& item, int gpus)
   return spec;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Link parameters from the profile
+
+// A profile's link numbers are GPU-to-GPU (calibration/names.hpp: what a peer copy or nccl-tests measures); the
+// topology's are per link. Each conversion below keeps the path the profile measured at the profile's numbers:
+//   nvlink:  GPU -> NVSwitch -> GPU is two NVLink links: each gets the bandwidth and half the latency;
+//   pcie:    the topology's one PCIe link GPU -> NIC stands for GPU -> PCIe switch -> NIC, the same two hops as the
+//            GPU -> PCIe switch -> GPU path the profile measured: it gets the profile's bandwidth and latency;
+//   network: between two nodes on one leaf a path is PCIe, NIC -> leaf, leaf -> NIC, PCIe: each NIC link gets the
+//            bandwidth and (latency - 2 x PCIe latency) / 2; the fabric's switch-to-switch links get the same
+//            bandwidth (a path crossing the fabric alone still moves at the profile's rate); the profile has no
+//            per-switch latency, so the fabric latency stays the built-in default.
+struct ProfileLinks {
+  const YamlNode& cluster;
+  const calibration::Profile& profile;
+  const InputLocation& named_at; // the scenario's `profile:` line
+  topo::ClusterSpec& spec;
+  ClusterLinkOrigins& origins;
+
+  // The value the scenario wrote at cluster.<section>.<key>, if it wrote one.
+  [[nodiscard]] std::optional<YamlNode> written(const char* section, const char* key) const
+  {
+    const auto sec = cluster.get(section);
+    if (!sec || !sec->is_map()) return std::nullopt;
+    return sec->get(key);
+  }
+
+  static LinkParamOrigin from_scenario(const YamlNode& value)
+  {
+    LinkParamOrigin o;
+    o.from = LinkParamOrigin::From::Scenario;
+    o.where = value.where();
+    return o;
+  }
+
+  LinkParamOrigin from_profile(const calibration::LinkParams& l, const char* number, std::string derivation) const
+  {
+    LinkParamOrigin o;
+    o.from = LinkParamOrigin::From::Profile;
+    o.where = {profile.file, l.line, fmt::format("links[{}].{}", calibration::to_string(l.kind), number)};
+    o.entry = o.where.field;
+    o.source = std::string(number) == "latency_us" ? l.latency_source : l.bandwidth_source;
+    o.derivation = std::move(derivation);
+    return o;
+  }
+
+  static LinkParamOrigin by_default(std::string why)
+  {
+    LinkParamOrigin o;
+    o.derivation = std::move(why);
+    return o;
+  }
+
+  // The profile's entry for `kind`, or an InputError naming the profile file, the missing entry and the fix when the
+  // cluster needs it (`needed`) and the scenario leaves some of its fields to the profile.
+  const calibration::LinkParams* entry(calibration::LinkKind kind, bool needed, const std::string& fields,
+                                       const std::string& why_needed) const
+  {
+    const auto* l = profile.link(kind);
+    if (l || !needed) return l;
+    const std::string k = calibration::to_string(kind);
+    throw InputError(
+        {profile.file, 0, fmt::format("links[{}]", k)},
+        fmt::format("the profile '{}' has no '{}' entry under links:, and the scenario ({}:{}) leaves {} to it ({})",
+                    profile.system, k, named_at.file, named_at.line, fields, why_needed),
+        fmt::format("write {} in the scenario's cluster: section, or add to the profile's links: '- {{kind: {}, "
+                    "latency_us: ..., bandwidth_GBps: ..., source: {{latency_us: ..., bandwidth_GBps: ...}}}}' "
+                    "(calibration/README.md, profile format)",
+                    fields, k));
+  }
+
+  void apply()
+  {
+    using calibration::LinkKind;
+    const bool intra = spec.gpus_per_node > 1;
+    const bool inter = spec.nodes > 1;
+    const char* not_routed = "built-in default: the profile has no such entry and no route of this cluster uses it";
+
+    // NVLink
+    const auto nv_bw = written("node", "nvlink_bandwidth");
+    const auto nv_lat = written("node", "nvlink_latency");
+    const auto* nv = (nv_bw && nv_lat) ? nullptr
+                                       : entry(LinkKind::NvLink, intra,
+                                               "cluster.node.nvlink_bandwidth and cluster.node.nvlink_latency",
+                                               fmt::format("{} GPUs per node talk over NVLink", spec.gpus_per_node));
+    if (nv_bw) {
+      origins.nvlink_bandwidth = from_scenario(*nv_bw);
+    } else if (nv) {
+      spec.nvlink_bandwidth = nv->bandwidth;
+      origins.nvlink_bandwidth = from_profile(*nv, "bandwidth_GBps", "");
+    } else {
+      origins.nvlink_bandwidth = by_default(not_routed);
+    }
+    if (nv_lat) {
+      origins.nvlink_latency = from_scenario(*nv_lat);
+    } else if (nv) {
+      spec.nvlink_latency = nv->latency * 0.5;
+      origins.nvlink_latency = from_profile(
+          *nv, "latency_us",
+          fmt::format("half the profile's GPU-to-GPU latency of {}: a path GPU -> NVSwitch -> GPU has two NVLink links",
+                      format_seconds(nv->latency)));
+    } else {
+      origins.nvlink_latency = by_default(not_routed);
+    }
+
+    // PCIe (GPU <-> NIC): only paths between nodes use it.
+    const auto pc_bw = written("node", "pcie_bandwidth");
+    const auto pc_lat = written("node", "pcie_latency");
+    const auto* pc = (pc_bw && pc_lat)
+                         ? nullptr
+                         : entry(LinkKind::Pcie, inter, "cluster.node.pcie_bandwidth and cluster.node.pcie_latency",
+                                 "every path between nodes crosses PCIe from the GPU to its NIC");
+    if (pc_bw) {
+      origins.pcie_bandwidth = from_scenario(*pc_bw);
+    } else if (pc) {
+      spec.pcie_bandwidth = pc->bandwidth;
+      origins.pcie_bandwidth = from_profile(*pc, "bandwidth_GBps", "");
+    } else {
+      origins.pcie_bandwidth = by_default(not_routed);
+    }
+    if (pc_lat) {
+      origins.pcie_latency = from_scenario(*pc_lat);
+    } else if (pc) {
+      spec.pcie_latency = pc->latency;
+      origins.pcie_latency = from_profile(
+          *pc, "latency_us",
+          "the profile's GPU -> PCIe switch -> GPU latency for the GPU -> PCIe switch -> NIC link, the same two hops");
+    } else {
+      origins.pcie_latency = by_default(not_routed);
+    }
+
+    // NICs and the fabric, from the profile's whole path between two nodes.
+    const auto nic_bw = written("nic", "bandwidth");
+    const auto nic_lat = written("nic", "latency");
+    const auto fab_bw = written("fabric", "link_bandwidth");
+    const auto fab_lat = written("fabric", "link_latency");
+    const auto* net = (nic_bw && nic_lat && fab_bw)
+                          ? nullptr
+                          : entry(LinkKind::Network, inter,
+                                  "cluster.nic.bandwidth, cluster.nic.latency and cluster.fabric.link_bandwidth",
+                                  fmt::format("the cluster has {} nodes", spec.nodes));
+    if (nic_bw) {
+      origins.nic_bandwidth = from_scenario(*nic_bw);
+    } else if (net) {
+      spec.nic_bandwidth = net->bandwidth;
+      origins.nic_bandwidth = from_profile(*net, "bandwidth_GBps", "");
+    } else {
+      origins.nic_bandwidth = by_default(not_routed);
+    }
+    if (nic_lat) {
+      origins.nic_latency = from_scenario(*nic_lat);
+    } else if (net) {
+      const Seconds nic = (net->latency - spec.pcie_latency * 2.0) * 0.5;
+      if (nic.value() < 0)
+        throw InputError({profile.file, net->line, "links[network].latency_us"},
+                         fmt::format("the profile's network latency {} is the whole path between two nodes, and it is "
+                                     "shorter than the path's two PCIe links of {} each, so no NIC latency is left",
+                                     format_seconds(net->latency), format_seconds(spec.pcie_latency)),
+                         "write cluster.nic.latency in the scenario, or a PCIe latency below half the network "
+                         "latency (cluster.node.pcie_latency, or the profile's pcie entry)");
+      spec.nic_latency = nic;
+      origins.nic_latency = from_profile(
+          *net, "latency_us",
+          fmt::format("(network latency {} - 2 x PCIe latency {}) / 2: a path between two nodes on one leaf is PCIe, "
+                      "NIC -> leaf, leaf -> NIC, PCIe, and takes the profile's network latency",
+                      format_seconds(net->latency), format_seconds(spec.pcie_latency)));
+    } else {
+      origins.nic_latency = by_default(not_routed);
+    }
+    if (fab_bw) {
+      origins.fabric_bandwidth = from_scenario(*fab_bw);
+    } else if (net) {
+      spec.fabric_bandwidth = net->bandwidth;
+      origins.fabric_bandwidth = from_profile(
+          *net, "bandwidth_GBps",
+          "the network bandwidth on every switch-to-switch link, so a path across the fabric, alone, moves at the "
+          "profile's rate; fabric.oversubscription sets how many there are");
+    } else {
+      origins.fabric_bandwidth = by_default(not_routed);
+    }
+    origins.fabric_latency =
+        fab_lat ? from_scenario(*fab_lat)
+                : by_default("built-in default: a profile has no per-switch latency (its network latency is a whole "
+                             "path between two nodes on one leaf); each switch-to-switch link adds this");
+  }
+};
+
+// Without a profile: each parameter is the scenario's or the built-in default.
+void scenario_links(const YamlNode& cluster, ClusterLinkOrigins& o)
+{
+  auto pick = [&](LinkParamOrigin& out, const char* section, const char* key) {
+    const auto sec = cluster.get(section);
+    const auto v = sec && sec->is_map() ? sec->get(key) : std::nullopt;
+    if (v) {
+      out.from = LinkParamOrigin::From::Scenario;
+      out.where = v->where();
+    } else {
+      out.derivation = fmt::format("built-in default (topologies ClusterSpec): the scenario neither writes "
+                                   "cluster.{}.{} nor names a profile",
+                                   section, key);
+    }
+  };
+  pick(o.nvlink_bandwidth, "node", "nvlink_bandwidth");
+  pick(o.nvlink_latency, "node", "nvlink_latency");
+  pick(o.pcie_bandwidth, "node", "pcie_bandwidth");
+  pick(o.pcie_latency, "node", "pcie_latency");
+  pick(o.nic_bandwidth, "nic", "bandwidth");
+  pick(o.nic_latency, "nic", "latency");
+  pick(o.fabric_bandwidth, "fabric", "link_bandwidth");
+  pick(o.fabric_latency, "fabric", "link_latency");
+}
+
+nlohmann::ordered_json origin_json(const LinkParamOrigin& o)
+{
+  nlohmann::ordered_json j;
+  switch (o.from) {
+  case LinkParamOrigin::From::Scenario:
+    j["from"] = "scenario";
+    j["file"] = o.where.file;
+    j["line"] = o.where.line;
+    j["field"] = o.where.field;
+    break;
+  case LinkParamOrigin::From::Profile:
+    j["from"] = "profile";
+    j["file"] = o.where.file;
+    j["line"] = o.where.line;
+    j["entry"] = o.entry;
+    j["source"] = o.source;
+    if (!o.derivation.empty()) j["derivation"] = o.derivation;
+    break;
+  case LinkParamOrigin::From::Default:
+    j["from"] = "default";
+    j["note"] = o.derivation;
+    break;
+  }
+  return j;
+}
+
 } // namespace
+
+nlohmann::ordered_json cluster_links_json(const Scenario& sc)
+{
+  const auto& c = sc.cluster;
+  const auto& o = sc.link_origins;
+  auto kind = [](BytesPerSec bw, Seconds lat, const LinkParamOrigin& bw_from, const LinkParamOrigin& lat_from) {
+    nlohmann::ordered_json j;
+    j["bandwidth_Bps"] = bw.value();
+    j["latency_s"] = lat.value();
+    j["bandwidth_from"] = origin_json(bw_from);
+    j["latency_from"] = origin_json(lat_from);
+    return j;
+  };
+  nlohmann::ordered_json j;
+  j["nvlink"] = kind(c.nvlink_bandwidth, c.nvlink_latency, o.nvlink_bandwidth, o.nvlink_latency);
+  j["pcie"] = kind(c.pcie_bandwidth, c.pcie_latency, o.pcie_bandwidth, o.pcie_latency);
+  j["nic"] = kind(c.nic_bandwidth, c.nic_latency, o.nic_bandwidth, o.nic_latency);
+  j["fabric"] = kind(c.fabric_bandwidth, c.fabric_latency, o.fabric_bandwidth, o.fabric_latency);
+  return j;
+}
 
 std::vector<int> parse_ranks(const YamlNode& node, int gpus)
 {
@@ -232,6 +491,14 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   const YamlNode cluster = root.at("cluster");
   sc.cluster = topo::parse_cluster(cluster);
   sc.cluster_where = cluster.where();
+  if (auto p = root.get("profile")) {
+    sc.profile = resolve_scenario_path(*p, p->as_string(), sc.file);
+    sc.profile_where = p->where();
+    sc.profile_data = std::make_shared<const calibration::Profile>(calibration::read_profile(sc.profile));
+    ProfileLinks{cluster, *sc.profile_data, sc.profile_where, sc.cluster, sc.link_origins}.apply();
+  } else {
+    scenario_links(cluster, sc.link_origins);
+  }
   if (auto net = root.get("network"))
     parse_network(*net, sc.sim);
   if (auto nc = root.get("nccl")) {
@@ -263,17 +530,29 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
     }
     sc.nccl.latencies = nc->bool_or("latencies", true);
   }
-  if (!collectives_required && !root.has("collectives"))
-    return sc;
-  if (auto p = root.get("profile")) {
-    sc.profile = resolve_scenario_path(*p, p->as_string(), sc.file);
-    sc.profile_where = p->where();
-  }
+  if (!collectives_required && !root.has("collectives")) return sc;
   if (auto wl = root.get("workload")) {
     if (root.has("collectives"))
       root.at("collectives").fail("a scenario runs either collectives or a workload, not both",
                                   "move the collectives into a scenario of their own");
     sc.workload = parse_workload(*wl, sc.file);
+    if (sc.workload->collective_model == WorkloadSpec::CollectiveModel::Profile) {
+      const InputLocation& at = sc.workload->collective_model_where;
+      if (!sc.profile_data)
+        throw InputError(at,
+                         "collective_model: profile takes the profile's fitted collective costs, and the scenario "
+                         "names no profile",
+                         "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario, or use "
+                         "collective_model: schedule");
+      if (sc.profile_data->collectives.empty())
+        throw InputError(at,
+                         fmt::format("collective_model: profile takes the profile's fitted collective costs, and the "
+                                     "profile {} has no collectives: entries, so every collective would fall back to "
+                                     "its schedule",
+                                     sc.profile_data->file),
+                         "calibrate the profile from nccl-tests logs (railyard calibrate), or use collective_model: "
+                         "schedule");
+    }
     return sc;
   }
   const YamlNode list = root.at("collectives");

@@ -166,7 +166,7 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
 {
   auto r = node.get("replay");
   if (!r) return;
-  r->expect_keys({"communication", "measured_durations", "host_launch", "trace_ranks"});
+  r->expect_keys({"communication", "collective_model", "measured_durations", "host_launch", "trace_ranks"});
   if (auto c = r->get("communication")) {
     const std::string s = c->as_string();
     if (s == "flows")
@@ -178,6 +178,23 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
     else
       c->fail(fmt::format("unknown communication model '{}'", s),
               "use flows (every transfer on the network), analytical (each collective alone on the fabric) or ideal");
+  }
+  if (auto m = r->get("collective_model")) {
+    const std::string s = m->as_string();
+    w.collective_model_where = m->where();
+    if (s == "schedule")
+      w.collective_model = WorkloadSpec::CollectiveModel::Schedule;
+    else if (s == "profile")
+      w.collective_model = WorkloadSpec::CollectiveModel::Profile;
+    else
+      m->fail(fmt::format("unknown collective model '{}'", s),
+              "use schedule (each collective's lowered schedule alone on the fabric) or profile (the profile's fitted "
+              "collective costs where it has them, the schedule elsewhere)");
+    if (w.collective_model == WorkloadSpec::CollectiveModel::Profile && w.replay.comm != CommModel::Analytical)
+      m->fail(fmt::format("collective_model: profile times collectives by a fitted formula, which only the analytical "
+                          "communication model uses; this replay's communication is {}",
+                          to_string(w.replay.comm)),
+              "add 'communication: analytical' to replay:, or remove collective_model");
   }
   w.replay.measured_durations = r->bool_or("measured_durations", true);
   w.replay.host_launch = r->bool_or("host_launch", true);

@@ -35,6 +35,7 @@ struct LinkParams {
   BytesPerSec bandwidth{0}; ///< per direction
   std::string bandwidth_source;
   std::optional<FitRecord> fit;
+  int line = 0; ///< line of the entry in the profile file, for messages and summaries; 0 when built in memory
 };
 
 /// time(size) = latency + size * busbw_factor(collective, n) / busbw for sizes from `from` on (up to the next
@@ -59,6 +60,7 @@ struct CollectiveFit {
   std::vector<CollectivePiece> pieces; ///< ordered; the first starts at 0 bytes
   std::string source;                  ///< citation, or what the fit was made from
   std::optional<FitRecord> fit;        ///< over all points of all pieces
+  int line = 0;                        ///< line of the entry in the profile file; 0 when built in memory
 
   /// Time at `size` for `nranks` ranks. With a rank count other than the measured one, the busbw (a per-link
   /// quantity, independent of n by nccl-tests' construction) is kept and the factor of the new n applied; the

@@ -60,6 +60,10 @@ struct ReplayOptions {
   /// with the default `nccl:` settings (sim::resolve_call and sim::lowering_input, nccl_resolve.hpp), plus
   /// step_overhead. `railyard run` passes the scenario's `nccl:` section this way.
   std::function<models::Schedule(const models::CollectiveCall&, const InputLocation&)> lower;
+  /// Analytical only: the time of one collective from elsewhere than its lowered schedule, asked once per distinct
+  /// (communicator, collective, size); an empty result times the lowered schedule. Empty: schedules only.
+  /// `railyard run` passes the profile's fitted collective costs this way (`replay.collective_model: profile`).
+  std::function<std::optional<Seconds>(const models::CollectiveCall&, const InputLocation&)> collective_time;
 };
 
 /// Number of group kinds (workloads::GroupKind: TP, PP, DP, EP, CP, Other), indexing per-kind arrays.
@@ -128,6 +132,21 @@ ReplayResult replay_workload(const workloads::Workload& workload, const topo::To
 /// collective alone. Routes are Topology::route with the channel as flow key.
 Seconds isolated_collective_time(const models::Schedule& schedule, const topo::Topology& topology, bool pxn,
                                  std::uint64_t seed);
+
+/// The profile's fitted cost of one resolved collective (algorithm and protocol filled in, as resolve_call does), or
+/// why the profile has none. The profile covers the call when it has an entry of the same collective, link kind
+/// (nvlink when every rank is on one node, else network), rank count and node count, and either the call's
+/// algorithm and protocol or, failing that, "auto" for both (what NCCL chose itself when measured). The time is the
+/// entry's latency + size x busbw_factor / busbw of the piece the size falls in (calibration::CollectiveFit::time).
+struct ProfileCollectiveCost {
+  const calibration::CollectiveFit* fit = nullptr; ///< the entry used; null when the profile does not cover the call
+  Seconds time{0};
+  bool extrapolated = false; ///< the size lies outside the entry's measured_bytes
+  int nodes = 0;             ///< nodes the call's ranks span
+  std::string reason;        ///< which entry and why, or why none
+};
+ProfileCollectiveCost profile_collective_cost(const calibration::Profile& profile,
+                                              const models::CollectiveCall& resolved, const topo::Topology& topology);
 
 /// Chrome trace JSON (the format Perfetto and chrome://tracing open): one process per traced rank, one thread per
 /// stream, one complete event per op; times in microseconds with 3 decimals, so equal results give equal files.

@@ -7,8 +7,22 @@
 #include "railyard/workloads/op_graph.hpp"
 
 #include <string>
+#include <vector>
 
 namespace railyard::sim {
+
+/// One distinct collective of an analytical replay with `collective_model: profile`: how it was timed, and why.
+struct CollectiveCostUse {
+  models::CollectiveCall call; ///< resolved: NCCL's algorithm and protocol filled in
+  int nodes = 0;
+  int communicators = 0; ///< distinct communicators that ran it with this shape
+  bool fitted = false;   ///< timed by the profile's fit; false: by the lowered schedule
+  int entry_line = 0;    ///< the profile entry's line, when fitted
+  bool extrapolated = false;
+  Seconds time{0};          ///< the time the replay used
+  Seconds schedule_time{0}; ///< the lowered schedule's time, for comparison
+  std::string reason;
+};
 
 struct WorkloadRunResult {
   Scenario scenario;
@@ -16,6 +30,8 @@ struct WorkloadRunResult {
   workloads::Workload workload;
   std::string profile_system; ///< empty without a profile
   ReplayResult replay;
+  bool profile_collectives = false;                ///< replay.collective_model: profile
+  std::vector<CollectiveCostUse> collective_costs; ///< with profile_collectives, in order of first use
 };
 
 /// Builds the topology, reads the profile, generates or reads the workload and replays it. Bad input (a layout that

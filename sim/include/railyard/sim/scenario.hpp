@@ -2,6 +2,7 @@
 // anything runs or any output is written.
 #pragma once
 
+#include "railyard/calibration/profile.hpp"
 #include "railyard/common/yaml.hpp"
 #include "railyard/models/collective.hpp"
 #include "railyard/models/lowering.hpp"
@@ -10,6 +11,9 @@
 #include "railyard/sim/workload_spec.hpp"
 #include "railyard/topologies/topology.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +41,24 @@ struct NcclSettings {
   InputLocation where;                    ///< the section, for messages
 };
 
+/// Where one link parameter of the cluster came from: the scenario's `cluster:` section, the profile the scenario
+/// names (one of its `links:` entries, converted from the profile's GPU-to-GPU number to the topology's per-link
+/// one where they differ), or, when neither gives it, topo::ClusterSpec's built-in default.
+struct LinkParamOrigin {
+  enum class From { Scenario, Profile, Default };
+  From from = From::Default;
+  InputLocation where;    ///< scenario: the value's line and field; profile: the profile file and the entry's line
+  std::string entry;      ///< profile: the number used, e.g. "links[nvlink].latency_us"
+  std::string source;     ///< profile: that number's source, as the profile states it
+  std::string derivation; ///< how the value follows from the profile's numbers, or why it is a default
+};
+
+/// The origin of each link parameter of Scenario::cluster (the values themselves are in the ClusterSpec).
+struct ClusterLinkOrigins {
+  LinkParamOrigin nvlink_bandwidth, nvlink_latency, pcie_bandwidth, pcie_latency, nic_bandwidth, nic_latency,
+      fabric_bandwidth, fabric_latency;
+};
+
 struct Scenario {
   std::string file;
   std::string name;
@@ -49,6 +71,10 @@ struct Scenario {
   /// `profile:` the calibration profile (resolved path; empty: none), and where the scenario names it.
   std::string profile;
   InputLocation profile_where;
+  std::shared_ptr<const calibration::Profile> profile_data; ///< the profile as read; null without one
+  /// Where each link parameter of `cluster` came from. With a profile, every parameter the `cluster:` section leaves
+  /// out comes from the profile's `links:` (calibration/README.md, "The simulator and the profile").
+  ClusterLinkOrigins link_origins;
   /// `workload:` a training step to generate or a trace to replay (instead of `collectives:`).
   std::optional<WorkloadSpec> workload;
 };
@@ -61,6 +87,10 @@ Scenario parse_scenario(const YamlNode& root);
 /// and use the scenario for its cluster, network and nccl sections (railyard nccl-tests).
 Scenario parse_scenario(const YamlNode& root, bool collectives_required);
 Scenario load_scenario_cluster(const std::string& path);
+
+/// summary.json's "links": per link kind (nvlink, pcie, nic, fabric) the bandwidth (bytes/s, per direction) and
+/// latency (s, per link) the topology was built with, and where each came from.
+nlohmann::ordered_json cluster_links_json(const Scenario& scenario);
 
 /// Parses a `ranks:` value: "all", a list of GPU ids, or a range "a-b" (inclusive). Errors name the field.
 std::vector<int> parse_ranks(const YamlNode& node, int gpus);

@@ -22,6 +22,12 @@ struct WorkloadSpec {
   workloads::LayerWorkloadOptions layer; ///< text formats: world_size, model_parallel, tick
   bool infer_cross_stream_deps = true;   ///< kineto
   ReplayOptions replay;
+  /// `replay.collective_model` (analytical communication only): time each collective by its lowered schedule
+  /// (`schedule`, the default), or by the profile's fitted collective cost where the profile covers the call and by
+  /// the schedule elsewhere (`profile`; sim::profile_collective_cost says what "covers" means).
+  enum class CollectiveModel { Schedule, Profile };
+  CollectiveModel collective_model = CollectiveModel::Schedule;
+  InputLocation collective_model_where;
   InputLocation where; ///< the section
 };
 
