@@ -14,7 +14,7 @@
 // issues the eight calls of every iteration, and iterations run back to back, so an iteration takes the longer of
 // the device time and the thread's issue time (models/host_issue.hpp). The thread's cost per call and per channel
 // is the measuring host's, known from no other source: it is fitted to the rows of the same published sweep whose
-// time the host sets (flat at ~101 us from 1 to 4 MiB; 2.45 us more per channel between 32 KiB and 512 KiB) and
+// time the host sets (flat at ~101 us from 1 to 4 MiB; ~2.5 us more per channel between 32 KiB and 512 KiB) and
 // that are not themselves validation points. The fit, its rows and residual are printed before the table.
 #include "railyard/common/child_process.hpp"
 #include "railyard/models/host_issue.hpp"
@@ -101,7 +101,7 @@ std::vector<Case> cases()
 // Rows of the same published A100 sweep ("Real network throughput": all_reduce_perf -b 32k -e 16G -f 2 -g 8 -n 50)
 // whose time the issuing thread sets, and which are not validation points: from 32 KiB to 768 KiB every Ring/LL
 // channel carries 32 KiB, so the device time hardly changes (tests/models/test_host_issue.cpp) while the measured time
-// grows by 2.45 us per channel; from 1 to 4 MiB the channels stay at 24 and the time stays at ~101 us while the data
+// grows by ~2.5 us per channel; from 1 to 4 MiB the channels stay at 24 and the time stays at ~101 us while the data
 // grows fourfold. The simulated device time of each is printed beside it to show that it is well below.
 struct HostRow {
   double bytes;
@@ -174,8 +174,16 @@ models::HostIssueCost fit_a100_host(const std::string& source, int calls)
   fmt::print("{:>10} {:>9} {:>12} {:>14}\n", "size", "channels", "measured", "device (sim)");
   std::vector<models::HostBoundSample> samples;
   for (const auto& row : kA100HostRows) {
-    Case c{"A100 host row", "dgx_a100", kA100NvlinkGBps, 8, models::CollectiveKind::AllReduce, row.bytes,
-           std::nullopt, Metric::TimeUs, row.measured_us, source, 0};
+    Case c;
+    c.name = "A100 host row";
+    c.system = "dgx_a100";
+    c.nvlink_GBps = kA100NvlinkGBps;
+    c.ranks = 8;
+    c.kind = models::CollectiveKind::AllReduce;
+    c.bytes = row.bytes;
+    c.metric = Metric::TimeUs;
+    c.measured = row.measured_us;
+    c.source = source;
     const Outcome o = simulate(c, nullptr);
     fmt::print("{:>10} {:>9} {:>9.1f} us {:>11.1f} us  {}\n", format_bytes(Bytes(row.bytes)), o.channels,
                row.measured_us, o.device, o.choice);
@@ -216,8 +224,8 @@ int main(int argc, char** argv)
     const double ratio = o.simulated / c.measured;
     const char* unit = c.metric == Metric::TimeUs ? "us" : "GB/s";
     const std::string host = o.host_us > 0 ? fmt::format("{:.1f} us", o.host_us) : "-";
-    fmt::print("{:<34} {:>8.1f} {:<2} {:>8.1f} {:<2} {:>+7.1f}%  {:>8.1f} {:<2} {:>9}  {:<20} {}\n", c.name,
-               c.measured, unit, o.simulated, unit, (ratio - 1) * 100, o.device, unit, host, o.choice, c.source);
+    fmt::print("{:<34} {:>8.1f} {:<2} {:>8.1f} {:<2} {:>+7.1f}%  {:>8.1f} {:<2} {:>9}  {:<20} {}\n", c.name, c.measured,
+               unit, o.simulated, unit, (ratio - 1) * 100, o.device, unit, host, o.choice, c.source);
     std::fflush(stdout);
     log_ratio += std::log(ratio);
     log_error += std::abs(std::log(ratio));

@@ -49,10 +49,10 @@ HostIssueFit fit_host_issue(const std::vector<HostBoundSample>& samples, int cal
   const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   const double a = (sy - b * sx) / n;
   if (a < 0 || b < 0)
-    throw InputError(InputLocation{source, 0, "host-bound samples"},
-                     fmt::format("the fit gives {:.3g} us per call and {:.3g} us per channel: a negative host cost",
-                                 a, b),
-                     "fit only iterations whose time the host sets (the device time well below the measured one)");
+    throw InputError(
+        InputLocation{source, 0, "host-bound samples"},
+        fmt::format("the fit gives {:.3g} us per call and {:.3g} us per channel: a negative host cost", a, b),
+        "fit only iterations whose time the host sets (the device time well below the measured one)");
   HostIssueFit fit;
   fit.cost = {units::us(a), units::us(b)};
   double sq = 0;

@@ -175,8 +175,7 @@ TEST(NcclTestsCli, RankLinesNameNodesAndDevicesAndForcedAlgorithmsAreAcknowledge
        at = r.out.find("NCCL INFO NCCL_ALGO set by environment to ring\n", at + 1))
     ++acks;
   EXPECT_EQ(acks, 8u);
-  EXPECT_NE(r.out.find("node1:0:0 [3] NCCL INFO NCCL_PROTO set by environment to LL128\n"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("node1:0:0 [3] NCCL INFO NCCL_PROTO set by environment to LL128\n"), std::string::npos) << r.out;
 
   // Without --algo / --proto (and none in the scenario) NCCL prints no such line.
   const CliResult plain = run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 1M -e 1M");
@@ -190,8 +189,8 @@ TEST(NcclTestsCli, ForcedOneNodeSweepCalibratesAsOneNodeRingSimple)
 {
   const fs::path dir = fs::temp_directory_path() / ("railyard_nccl_tests_cal_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  const CliResult r = run_cli("nccl-tests --scenario " + kScenario +
-                              " --op all_reduce -b 1M -e 1G -f 4 --algo Ring --proto Simple");
+  const CliResult r =
+      run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 1M -e 1G -f 4 --algo Ring --proto Simple");
   ASSERT_EQ(r.exit_code, 0) << r.all;
   const fs::path log = dir / "all_reduce_perf.log";
   std::ofstream(log) << r.out;
@@ -270,7 +269,7 @@ TEST(RunRefusals, ImpossibleAlgorithmsExitTwoAtTheirEntry)
   CliResult r = run_cli("run " + f.string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 2) << r.all;
   for (const std::string& p : {f.string() + ":9", std::string("all_reduce"), std::string("NVLS"),
-                              std::string("NVSwitch with multicast"), std::string("Fix:")})
+                               std::string("NVSwitch with multicast"), std::string("Fix:")})
     EXPECT_NE(r.all.find(p), std::string::npos) << p << " missing:\n" << r.all;
   EXPECT_FALSE(fs::exists(dir / "out"));
   std::ofstream(f) << "name: p\ncluster:\n  kind: rail_optimized\n  nodes: 2\n  gpus_per_node: 8\n"

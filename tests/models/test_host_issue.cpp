@@ -36,7 +36,7 @@ TEST(HostIssue, IterationIsCallsTimesPerCallAndPerChannelCost)
 
 TEST(HostIssue, BackToBackIterationsRunAtTheSlowerSide)
 {
-  EXPECT_EQ(back_to_back_time(units::us(30), units::us(45)), units::us(45)); // the thread cannot keep up
+  EXPECT_EQ(back_to_back_time(units::us(30), units::us(45)), units::us(45));   // the thread cannot keep up
   EXPECT_EQ(back_to_back_time(units::us(300), units::us(45)), units::us(300)); // kernels queue, the GPUs set it
 }
 
@@ -96,9 +96,9 @@ TEST(NcclA100, PickAndChannelsAtThePublishedSizes)
   // nc = min(24, floor(bytes / 32768)); LL128 (nt 640, threshold 8) and Simple (nt 512, threshold 64) keep 24 above
   // 24 x 5120 and 24 x 32768 bytes.
   const Expect cases[] = {
-      {32 * KiB, Protocol::LL, 1},     {64 * KiB, Protocol::LL, 2},     {128 * KiB, Protocol::LL, 4},
-      {256 * KiB, Protocol::LL, 8},    {512 * KiB, Protocol::LL, 16},   {1 * MiB, Protocol::LL, 24},
-      {2 * MiB, Protocol::LL, 24},     {4 * MiB, Protocol::LL128, 24},  {8 * MiB, Protocol::LL128, 24},
+      {32 * KiB, Protocol::LL, 1},     {64 * KiB, Protocol::LL, 2},      {128 * KiB, Protocol::LL, 4},
+      {256 * KiB, Protocol::LL, 8},    {512 * KiB, Protocol::LL, 16},    {1 * MiB, Protocol::LL, 24},
+      {2 * MiB, Protocol::LL, 24},     {4 * MiB, Protocol::LL128, 24},   {8 * MiB, Protocol::LL128, 24},
       {16 * MiB, Protocol::LL128, 24}, {64 * MiB, Protocol::Simple, 24}, {1024 * MiB, Protocol::Simple, 24},
   };
   for (const auto& c : cases) {

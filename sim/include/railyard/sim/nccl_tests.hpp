@@ -55,8 +55,8 @@ struct NcclTestsDevice {
 struct NcclTestsRun {
   NcclTestsOptions options;
   int nranks = 0;
-  int gpus_per_process = 0; ///< the header's nGpus: one process per node drives that node's ranks (-g N)
-  std::string gpu_model;    ///< the name CUDA gives the GPU of the scenario's system
+  int gpus_per_process = 0;             ///< the header's nGpus: one process per node drives that node's ranks (-g N)
+  std::string gpu_model;                ///< the name CUDA gives the GPU of the scenario's system
   std::vector<NcclTestsDevice> devices; ///< per rank
   /// NCCL_ALGO / NCCL_PROTO in force for the run (the scenario's nccl.algo / nccl.proto, which --algo / --proto
   /// replace), as given; printed the way NCCL acknowledges them with NCCL_DEBUG=INFO.
