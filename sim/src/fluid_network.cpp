@@ -663,6 +663,7 @@ void Net::add_flow(std::uint32_t m, const std::uint32_t* path, std::size_t hops,
   }
   fl.hops_joined = true;
   double line = kInf;
+  bool queued_seen = false;
   for (std::size_t h = 0; h < hops; ++h) {
     const std::uint32_t l = fl.links[h];
     LinkState& ls = links_[l];
@@ -675,6 +676,11 @@ void Net::add_flow(std::uint32_t m, const std::uint32_t* path, std::size_t hops,
     if (ls.queued) {
       fl.pos[h] = static_cast<std::uint32_t>(ls.fab.size());
       ls.fab.push_back(Slot{f, static_cast<std::uint32_t>(h)});
+      queued_seen = true;
+    } else if (queued_seen) {
+      // Past the first switch queue the queue model moves the bytes: a link there (the receiver's NIC or PCIe)
+      // must not hold back what the sender injects.
+      fl.pos[h] = kNone;
     } else {
       fl.mm_hop[fl.n_mm++] = static_cast<std::uint8_t>(h);
       fl.pos[h] = static_cast<std::uint32_t>(ls.mm.size());

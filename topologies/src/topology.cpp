@@ -278,13 +278,18 @@ Path Topology::route(int src, int dst, std::uint64_t flow_key, std::uint64_t see
     throw std::logic_error(fmt::format("GPU {} or GPU {} has no NIC cabled to a leaf", relay, dst));
   p.push_back(r.to_nic);
   p.push_back(r.nic_up);
+  // A switch hashes the flow's 5-tuple: both ends are in it, so the k-th flow of every pair does not take the same
+  // uplink (a key without the pair put every pair's k-th flow on one spine).
+  const std::uint64_t tuple =
+      splitmix64((static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32 | static_cast<std::uint32_t>(dst)) ^
+                 splitmix64(flow_key));
   int sw = r.leaf;
   for (int hop = 0; sw != d.leaf; ++hop) {
     const int n = hop < 8 ? for_each_next(sw, d.leaf, [](LinkId, int) {}) : 0;
     if (n == 0)
       throw std::logic_error(fmt::format("no up*/down* route from {} to {}", graph_[switch_vertices_[sw]].name,
                                          graph_[switch_vertices_[d.leaf]].name));
-    int chosen = n == 1 ? 0 : pick(ecmp_hash(flow_key, seed, switch_vertices_[sw]), n);
+    int chosen = n == 1 ? 0 : pick(ecmp_hash(tuple, seed, switch_vertices_[sw]), n);
     LinkId link = kNoLink;
     int next = -1;
     for_each_next(sw, d.leaf, [&](LinkId l, int t) {

@@ -113,7 +113,7 @@ public:
 
   /// The path one flow takes from GPU `src` to GPU `dst`. Inside a node: NVLink through the NVSwitch. Across
   /// nodes: GPU -> NIC -> up the tiers -> down -> NIC -> GPU, choosing among equal-cost uplinks by hashing
-  /// (flow_key, seed, switch), the way a switch hashes a QP's 5-tuple. With `pxn` (NCCL's PXN), or always on a
+  /// (src, dst, flow_key, seed, switch), the way a switch hashes a QP's 5-tuple (flow_key stands for the ports). With `pxn` (NCCL's PXN), or always on a
   /// rail-only cluster, a flow between GPUs on different rails of different nodes first crosses NVLink to the GPU
   /// of the source node that sits on the destination's rail and leaves through that GPU's NIC, so it stays on
   /// the destination's rail: src -> NVSwitch -> gpu(node(src), rail(dst)) -> NIC -> ... -> NIC -> dst.
