@@ -28,6 +28,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 
 using namespace railyard;
 
@@ -187,6 +188,11 @@ models::HostIssueCost fit_a100_host(const std::string& source, int calls)
     const Outcome o = simulate(c, nullptr);
     fmt::print("{:>10} {:>9} {:>9.1f} us {:>11.1f} us  {}\n", format_bytes(Bytes(row.bytes)), o.channels,
                row.measured_us, o.device, o.choice);
+    // A row the simulated device alone nearly explains would not measure the host: refuse to fit it.
+    if (o.device > 0.9 * row.measured_us)
+      throw std::runtime_error(fmt::format("host row {}: simulated device time {:.1f} us is not well below the "
+                                           "measured {:.1f} us, so the row does not measure the host",
+                                           format_bytes(Bytes(row.bytes)), o.device, row.measured_us));
     samples.push_back({o.channels, units::us(row.measured_us)});
   }
   const auto fit = models::fit_host_issue(samples, calls, source);
