@@ -251,7 +251,8 @@ private:
 
 } // namespace
 
-std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<models::Schedule>& schedules)
+std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<models::Schedule>& schedules,
+                                            RankExecution execution)
 {
   const int gpus = sim.topology().num_gpus();
   // For every GPU, the collectives it takes part in and its communicator rank in each.
@@ -268,7 +269,7 @@ std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<m
   for (std::size_t i = 1; i < schedules.size(); ++i)
     tag_base[i] = tag_base[i - 1] + std::max<std::size_t>(1, schedules[i - 1].channels.size());
   FlowNetwork& net = sim.network();
-  if (net.supports_clients()) {
+  if (execution == RankExecution::Auto && net.supports_clients()) {
     // No actor per GPU: one actor starts every GPU's client and waits until the network has nothing left for them.
     std::vector<std::unique_ptr<GpuClient>> clients;
     for (int g = 0; g < gpus; ++g)

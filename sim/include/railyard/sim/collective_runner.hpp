@@ -22,8 +22,16 @@ struct CollectiveTiming {
 /// Connection tags are `tag_base` + channel, so concurrent collectives must use distinct tag bases.
 void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int rank, std::uint64_t tag_base);
 
-/// Spawns one actor per GPU, runs the schedules in order (each rank starts its next collective when it finished its
-/// previous one) and returns each collective's timing.
-std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<models::Schedule>& schedules);
+/// How run_schedules drives the ranks.
+enum class RankExecution {
+  Auto,   ///< event-driven clients where the backend supports them (fluid), else actors
+  Actors, ///< one SimGrid actor per GPU running execute_schedule
+};
+
+/// Runs the schedules in order on every GPU (each rank starts its next collective when it finished its previous one)
+/// and returns each collective's timing. Ranks are actors, or event-driven clients of the network that follow the
+/// same rules (sim/README.md, "The fluid backend").
+std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<models::Schedule>& schedules,
+                                            RankExecution execution = RankExecution::Auto);
 
 } // namespace railyard::sim

@@ -27,7 +27,7 @@ namespace railyard::sim {
 
 /// How a transfer picks its path among equal-cost ones.
 enum class EcmpMode {
-  PerFlow, ///< every transfer (and every QP of it) hashes anew: key = k-th flow between the pair (as `simgrid`)
+  PerFlow, ///< every transfer (and every QP of it) hashes anew: (src, dst, k-th flow of the pair), as `simgrid`
   PerQp,   ///< a static path per (src, dst, tag, qp), as a switch hashes a QP's 5-tuple
   Spray,   ///< ideal packet spraying: every transfer spread evenly over all equal-cost paths
 };
