@@ -134,11 +134,13 @@ TEST(Generator, MixtureOfExpertsFlopsAndAllToAllCounts)
 //  the all-gather of the output gradient (row-parallel), the all-gather of the input and the reduce-scatter of the
 //  input gradient (column-parallel): 2 x 3 = 6. Stage 0 adds the embedding's reduce-scatter and its backward
 //  all-gather; the last stage the LM head's all-gather, 3 cross-entropy all-reduces and the backward reduce-scatter.
+//  After the last backward, one all-reduce of the layernorm gradients (sequence parallelism).
 //  DP (ZeRO-1, one bucket): one gradient reduce-scatter and one parameter all-gather per step.
 //  PP: one send and one receive per micro-batch.
 //  Compute ops per layer: forward ln1, qkv, attention, proj, dropout-add, ln2, fc1, act, fc2, dropout-add (10);
 //  backward dropout-add, fc2 dgrad/wgrad, act, fc1 dgrad/wgrad, ln2, dropout-add, proj dgrad/wgrad, attention,
-//  qkv dgrad/wgrad, ln1 (14); embedding 1 + 1; LM head 3 + 4; optimizer 1.
+//  qkv dgrad/wgrad, ln1 (14); embedding 1 + 1; LM head 3 + 4; Megatron's step: zero grad buffer, grad norm, Adam,
+//  copy to the model's parameters (4).
 TEST(Generator, OpCountsPerRankMatchTheLayerStructure)
 {
   const MegatronConfig c = small_gpt();
@@ -149,30 +151,31 @@ TEST(Generator, OpCountsPerRankMatchTheLayerStructure)
   ASSERT_EQ(L.layers_per_chunk, layers);
   const int first = L.rank(0, 0, 0, 0), last = L.rank(1, 0, 1, 1);
   Counts a = counts_of(w, first), z = counts_of(w, last);
-  EXPECT_EQ(a.collectives[GroupKind::TP], m * (layers * 10 + 2));
-  EXPECT_EQ(z.collectives[GroupKind::TP], m * (layers * 10 + 5));
+  EXPECT_EQ(a.collectives[GroupKind::TP], m * (layers * 10 + 2) + 1);
+  EXPECT_EQ(z.collectives[GroupKind::TP], m * (layers * 10 + 5) + 1);
   EXPECT_EQ(a.collectives[GroupKind::DP], 2);
   EXPECT_EQ(z.collectives[GroupKind::DP], 2);
   EXPECT_EQ(a.send, m);
   EXPECT_EQ(a.recv, m);
   EXPECT_EQ(z.send, m);
   EXPECT_EQ(z.recv, m);
-  EXPECT_EQ(a.compute, m * (layers * 24 + 2) + 1);
-  EXPECT_EQ(z.compute, m * (layers * 24 + 7) + 1);
+  EXPECT_EQ(a.compute, m * (layers * 24 + 2) + 4);
+  EXPECT_EQ(z.compute, m * (layers * 24 + 7) + 4);
   // Full recomputation repeats each layer's forward, with its 4 TP collectives; selective only the attention core.
   MegatronConfig f = c;
   f.training.recompute = Recompute::Full;
   Counts af = counts_of(generate_megatron(f, 8), first);
-  EXPECT_EQ(af.collectives[GroupKind::TP], m * (layers * 14 + 2));
-  EXPECT_EQ(af.compute, m * (layers * 34 + 2) + 1);
+  EXPECT_EQ(af.collectives[GroupKind::TP], m * (layers * 14 + 2) + 1);
+  EXPECT_EQ(af.compute, m * (layers * 34 + 2) + 4);
   f.training.recompute = Recompute::Selective;
-  EXPECT_EQ(counts_of(generate_megatron(f, 8), first).compute, m * (layers * 25 + 2) + 1);
-  // Without sequence parallelism: 2 all-reduces forward and 2 backward per layer.
+  EXPECT_EQ(counts_of(generate_megatron(f, 8), first).compute, m * (layers * 25 + 2) + 4);
+  // Without sequence parallelism: 2 all-reduces forward and 2 backward per layer; no layernorm all-reduce; each
+  // gradient the first stage receives is all-gathered over TP (scatter/gather p2p, one per micro-batch).
   MegatronConfig n = c;
   n.parallel.sequence_parallel = false;
   Counts an = counts_of(generate_megatron(n, 8), first);
   EXPECT_EQ(an.by_kind[CollectiveKind::AllReduce], m * (layers * 4 + 1));
-  EXPECT_EQ(an.by_kind[CollectiveKind::AllGather], 1); // the ZeRO-1 parameter all-gather
+  EXPECT_EQ(an.by_kind[CollectiveKind::AllGather], m + 1); // + the ZeRO-1 parameter all-gather
 }
 
 // ZeRO stages: 0 all-reduces each bucket once (last micro-batch); 2 reduce-scatters in every micro-batch; 3 gathers

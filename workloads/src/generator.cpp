@@ -231,7 +231,7 @@ double megatron_model_flops(const MegatronConfig& c)
 namespace {
 
 // Communicator slots of every generated program (Workload::Rank::comm_map maps them to global ids).
-enum Slot : int { kTp = 0, kCp, kDp, kEp, kEdp, kPp, kSlots };
+enum Slot : int { kTp = 0, kCp, kDp, kEp, kEdp, kPp, kEmb, kSlots };
 // Streams: compute and the blocking collectives on 0, as Megatron issues them on the default stream.
 enum Stream : StreamId { kCompute = 0, kPpSend = 1, kPpRecv = 2, kDpGrad = 3, kDpParam = 4, kTpAsync = 5 };
 constexpr OpId kNone = ~OpId{0};
@@ -272,6 +272,9 @@ public:
     std::vector<int> last_backward(L_.vpp, -1);
     for (std::size_t i = 0; i < slots.size(); ++i)
       if (!slots[i].forward) last_backward[slots[i].chunk] = static_cast<int>(i);
+    // Megatron's train_step zeroes the fp32 gradient buffer (zero_grad_buffer) before the first micro-batch.
+    mem("zero grad buffer",
+        z_.Eg * (stage_params_dense_ / grad_shard(dp_group()) + stage_params_expert_ / grad_shard(edp_group())));
     if (zero_ <= 2 && zero_ >= 1 && cfg_.parallel.overlap_param_gather) emit_param_gathers(kNone);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       const PipelineSlot& sl = slots[i];
@@ -331,7 +334,17 @@ private:
     return u;
   }
   UnitParams embedding_params() const { return {z_.V * z_.h / z_.tp, 0}; }
-  UnitParams head_params() const { return {z_.V * z_.h / z_.tp + 2 * z_.h, 0}; }
+  // The final layernorm, and the output matrix unless it is the embedding's on this same stage (tied, one stage).
+  UnitParams head_params() const
+  {
+    const bool shared = cfg_.model.tied_embeddings && L_.pp == 1;
+    return {(shared ? 0 : z_.V * z_.h / z_.tp) + 2 * z_.h, 0};
+  }
+  // Gradients held per rank: all of its parameters' under ZeRO-0/1, its shard under ZeRO-2/3.
+  double grad_shard(double group) const { return zero_ >= 2 ? group : 1; }
+  // Pipeline transfers are split across the TP ranks and all-gathered by the receiver (scatter/gather
+  // optimization) when sequence parallelism does not split them already.
+  bool gather_p2p() const { return cfg_.parallel.scatter_gather_p2p && !z_.sp && has_tp(); }
 
   // A unit is a layer (index >= 0), the LM head (-1) or the embedding (-2), in the order the backward pass finishes
   // their gradients. Buckets group whole units until they hold bucket_params (Megatron fills them per parameter).
@@ -533,9 +546,9 @@ private:
     if (!(stage_ == 0 && chunk == 0)) {
       const int prev = stage_ > 0 ? stage_ - 1 : L_.pp - 1;
       // Posted when the compute stream gets here (Megatron's p2p calls are synchronous with the schedule).
-      pending_.push_back(
-          add(Op::make_recv(kPp, prev, Bytes(activation_bytes()), tag(true, chunk - (stage_ == 0)), kPpRecv),
-              fmt::format("recv activations chunk {}", chunk), {last_compute_}));
+      receive(add(Op::make_recv(kPp, prev, Bytes(activation_bytes()), tag(true, chunk - (stage_ == 0)), kPpRecv),
+                  fmt::format("recv activations chunk {}", chunk), {last_compute_}),
+              "activations");
     }
     if (has_embedding(chunk)) {
       wait_params(chunk, -2);
@@ -556,8 +569,8 @@ private:
     first_forward_done_[chunk] = true;
     if (!has_head(chunk)) {
       const int next = stage_ < L_.pp - 1 ? stage_ + 1 : 0;
-      add(Op::make_send(kPp, next, Bytes(activation_bytes()), tag(true, chunk), kPpSend),
-          fmt::format("send activations chunk {}", chunk), {last_compute_});
+      sent(add(Op::make_send(kPp, next, Bytes(activation_bytes()), tag(true, chunk), kPpSend),
+               fmt::format("send activations chunk {}", chunk), {last_compute_}));
     }
     (void)mb;
   }
@@ -681,9 +694,9 @@ private:
     const bool reduce = zero_ == 2 || (zero_ <= 1 && last_microbatch);
     if (!has_head(chunk)) {
       const int next = stage_ < L_.pp - 1 ? stage_ + 1 : 0;
-      pending_.push_back(
-          add(Op::make_recv(kPp, next, Bytes(activation_bytes()), tag(false, chunk + (next == 0)), kPpRecv),
-              fmt::format("recv gradients chunk {}", chunk), {last_compute_}));
+      receive(add(Op::make_recv(kPp, next, Bytes(activation_bytes()), tag(false, chunk + (next == 0)), kPpRecv),
+                  fmt::format("recv gradients chunk {}", chunk), {last_compute_}),
+              "gradients");
     }
     if (has_head(chunk)) {
       fsdp_gather(-1, head_params(), "bwd");
@@ -701,30 +714,70 @@ private:
       if (reduce) unit_gradients_ready(0, -2, w);
     } else {
       const int prev = stage_ > 0 ? stage_ - 1 : L_.pp - 1;
-      add(Op::make_send(kPp, prev, Bytes(activation_bytes()), tag(false, chunk), kPpSend),
-          fmt::format("send gradients chunk {}", chunk), {last_compute_});
+      sent(add(Op::make_send(kPp, prev, Bytes(activation_bytes()), tag(false, chunk), kPpSend),
+               fmt::format("send gradients chunk {}", chunk), {last_compute_}));
     }
     (void)mb;
   }
 
-  // The optimizer updates this rank's shard once every gradient is reduced; ZeRO-1/2 then gather the parameters.
+  // Once every gradient is reduced, Megatron's finalize_model_grads all-reduces the gradients of the parameters that
+  // TP ranks replicate under sequence parallelism (layernorms) and the tied embedding's between the first and last
+  // stage; then its mixed-precision optimizer step (megatron/core/optimizer/optimizer.py) runs memory-bound passes
+  // over the rank's shard: the gradient norm for clipping (clip_grads.py, multi_tensor_l2norm: reads the fp32
+  // gradient), Adam with fp32 master weights and moments (reads parameter, gradient and two moments, writes
+  // parameter and moments), the copy of the master weights into the bf16 model (reads 4 B, writes E). ZeRO-1/2 then
+  // gather the parameters. Not modelled: fp16 loss-scale unscaling and the clipping multiply (both conditional).
   void emit_step_end()
   {
     const double dense_shard = zero_ >= 1 ? dp_group() : 1;
     const double expert_shard = zero_ >= 1 ? edp_group() : 1;
-    // Adam with fp32 master weights: read parameter, gradient, two moments (16 B), write them back (12 B) and the
-    // bf16 copy (2 B).
-    const double bytes = 30 * (stage_params_dense_ / dense_shard + stage_params_expert_ / expert_shard);
-    const OpId opt = mem("optimizer step", bytes);
-    for (OpId g : grad_syncs_)
-      b_.add_dep(opt, g);
-    for (OpId g : pending_)
-      b_.add_dep(opt, g);
+    const double params = stage_params_dense_ / dense_shard + stage_params_expert_ / expert_shard;
+    std::vector<OpId> before = grad_syncs_;
+    before.insert(before.end(), pending_.begin(), pending_.end());
     pending_.clear();
-    if ((zero_ == 1 || zero_ == 2) && !cfg_.parallel.overlap_param_gather) emit_param_gathers(opt);
+    auto after_grads = [&](OpId id) {
+      for (OpId g : before)
+        b_.add_dep(id, g);
+      before.clear();
+      return id;
+    };
+    if (z_.sp && stage_layernorm_params() > 0)
+      after_grads(
+          coll(CollectiveKind::AllReduce, kTp, stage_layernorm_params() * z_.Eg, "layernorm grads tp all-reduce"));
+    if (cfg_.model.tied_embeddings && L_.pp > 1 && (stage_ == 0 || stage_ == L_.pp - 1))
+      after_grads(coll(CollectiveKind::AllReduce, kEmb, z_.V * z_.h / z_.tp * z_.Eg, "embedding grads all-reduce"));
+    after_grads(mem("grad norm", params * z_.Eg));
+    mem("optimizer step", params * ((4 + z_.Eg + 4 + 4) + (4 + 4 + 4)));
+    const OpId copy = mem("copy main params to model params", params * (4 + z_.E));
+    if ((zero_ == 1 || zero_ == 2) && !cfg_.parallel.overlap_param_gather) emit_param_gathers(copy);
   }
 
-  double activation_bytes() const { return z_.Tsp * z_.h * z_.E; }
+  // Layernorm weights and biases of this stage (2 per layer, the final one on the last stage): under sequence
+  // parallelism each TP rank computes their gradients on its part of the sequence.
+  double stage_layernorm_params() const
+  {
+    double n = 4 * z_.h * L_.layers_per_chunk * L_.vpp;
+    if (stage_ == L_.pp - 1) n += 2 * z_.h;
+    return n;
+  }
+
+  // A received activation or gradient: the next compute waits for it, after its TP all-gather when the sender split it.
+  void receive(OpId recv, const char* what)
+  {
+    if (!gather_p2p()) {
+      pending_.push_back(recv);
+      return;
+    }
+    coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, fmt::format("received {} tp all-gather", what), kCompute,
+         {recv});
+  }
+  // A blocking send holds the compute stream until it completes.
+  void sent(OpId send)
+  {
+    if (cfg_.parallel.blocking_p2p) pending_.push_back(send);
+  }
+
+  double activation_bytes() const { return (z_.sp || gather_p2p() ? z_.T / z_.tp : z_.T) * z_.h * z_.E; }
   // Tags keep each (direction, model chunk) stream of p2p messages in order: FIFO matching per (src, dst, tag).
   int tag(bool forward, int sender_chunk) const { return (forward ? 0 : 1) + 2 * sender_chunk; }
 
@@ -857,6 +910,13 @@ Workload generate_megatron(const MegatronConfig& cfg, int world)
             m.push_back(L.rank(t, cp, dp, pp));
           group(fmt::format("pp{}", n++), GroupKind::PP, kPp, m);
         }
+  // Tied embeddings: the copies on the first and last stage (Megatron's embedding group).
+  n = 0;
+  if (cfg.model.tied_embeddings && L.pp > 1)
+    for (int dp = 0; dp < L.dp; ++dp)
+      for (int cp = 0; cp < L.cp; ++cp)
+        for (int t = 0; t < L.tp; ++t)
+          group(fmt::format("emb{}", n++), GroupKind::PP, kEmb, {L.rank(t, cp, dp, 0), L.rank(t, cp, dp, L.pp - 1)});
 
   // One program per pipeline stage.
   for (int s = 0; s < L.pp; ++s)

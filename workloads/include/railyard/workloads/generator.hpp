@@ -43,6 +43,11 @@ struct TransformerSpec {
   /// Fused attention (FlashAttention): the s x s score matrix never reaches memory. Without it the softmax and the
   /// attention dropout are memory-bound kernels over b x heads x s x s elements, as in Megatron in 2022.
   bool flash_attention = true;
+  /// The LM head reuses the word-embedding matrix (GPT-2/3 and Megatron's default before
+  /// --untie-embeddings-and-output-weights; Korthikanti et al. 2022, section 3, assume it): one matrix on a one-stage
+  /// pipeline; with pp > 1 the first and last stages each hold a copy and all-reduce its gradient between them before
+  /// the optimizer (Megatron's _allreduce_embedding_grads).
+  bool tied_embeddings = false;
 };
 
 struct ParallelSpec {
@@ -64,6 +69,15 @@ struct ParallelSpec {
   /// ZeRO-1/2: all-gather the updated parameters at the start of the step, overlapped with the forward pass (each
   /// layer's first forward waits for its bucket), as Megatron's overlap_param_gather; else after the optimizer.
   bool overlap_param_gather = false;
+  /// Pipeline sends block the compute stream until they complete: Megatron's p2p calls wait for their requests and
+  /// synchronize the device (megatron/core/pipeline_parallel/p2p_communication.py, batch_isend_irecv then req.wait()
+  /// and torch.cuda.synchronize()). false: a send overlaps the compute that follows it.
+  bool blocking_p2p = true;
+  /// Without sequence parallelism (and tp > 1), each TP rank sends 1/tp of the activation or gradient to the next
+  /// stage and the receiver all-gathers it over TP (Narayanan et al. 2021, section 4.1, "scatter/gather
+  /// optimization"; Megatron's default, --no-scatter-gather-tensors-in-pipeline turns it off). false: every TP rank
+  /// sends the whole tensor.
+  bool scatter_gather_p2p = true;
 };
 
 struct TrainingSpec {
