@@ -103,6 +103,7 @@ void write_outputs(const RunResult& result, const std::string& dir)
   j["profile"] = prof ? nlohmann::ordered_json(prof->system) : nlohmann::ordered_json(nullptr);
   j["profile_file"] = prof ? nlohmann::ordered_json(prof->file) : nlohmann::ordered_json(nullptr);
   j["links"] = cluster_links_json(result.scenario);
+  j["nccl_system"] = nccl_system_json(result.scenario);
   j["simulated_time_s"] = result.simulated_time.value();
   j["flows"] = {{"sent", result.flows.flows_sent},
                 {"received", result.flows.flows_received},

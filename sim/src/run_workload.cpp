@@ -236,6 +236,7 @@ void write_workload_outputs(const WorkloadRunResult& result, const std::string& 
   j["profile"] = result.profile_system;
   j["profile_file"] = result.scenario.profile;
   j["links"] = cluster_links_json(result.scenario);
+  j["nccl_system"] = nccl_system_json(result.scenario);
   j["communication"] = to_string(r.comm);
   j["collective_model"] = collective_model_json(result);
   j["step_time_s"] = step;

@@ -411,6 +411,30 @@ nlohmann::ordered_json origin_json(const LinkParamOrigin& o)
 
 } // namespace
 
+std::string nccl_system_of_gpu(const std::string& gpu_model)
+{
+  // CUDA's names: "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200". H200 before H100
+  // would not matter (neither name holds the other), but B200 must not be read as a "200" of anything else.
+  static const std::pair<const char*, const char*> kGpus[] = {
+      {"A100", "dgx_a100"}, {"H100", "dgx_h100"}, {"H200", "hgx_h200"}, {"B200", "hgx_b200"}};
+  for (const auto& [gpu, system] : kGpus)
+    if (gpu_model.find(gpu) != std::string::npos) return system;
+  return {};
+}
+
+nlohmann::ordered_json nccl_system_json(const Scenario& sc)
+{
+  nlohmann::ordered_json j;
+  j["system"] = sc.nccl.system.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sc.nccl.system);
+  if (sc.nccl.system_from == "scenario")
+    j["from"] = fmt::format("scenario {}:{} nccl.system", sc.nccl.where.file, sc.nccl.where.line);
+  else if (sc.nccl.system_from == "profile")
+    j["from"] = fmt::format("profile {}: gpu.model '{}'", sc.profile_data->file, sc.profile_data->gpu_model);
+  else
+    j["from"] = "the generation whose NVLink bandwidth per GPU is closest to the cluster's";
+  return j;
+}
+
 nlohmann::ordered_json cluster_links_json(const Scenario& sc)
 {
   const auto& c = sc.cluster;
@@ -512,6 +536,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
     if (auto sys = nc->get("system")) {
       static const std::vector<std::string> kSystems{"dgx_a100", "dgx_h100", "hgx_h200", "hgx_b200"};
       sc.nccl.system = sys->as_string();
+      sc.nccl.system_from = "scenario";
       if (std::find(kSystems.begin(), kSystems.end(), sc.nccl.system) == kSystems.end())
         sys->fail(fmt::format("unknown system '{}' for NCCL's cost model", sc.nccl.system),
                   "use one of: dgx_a100, dgx_h100, hgx_h200, hgx_b200 (the node layout NCCL's topology search sees)");
@@ -529,6 +554,12 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
       sc.nccl.overrides.protocols = p.protocols;
     }
     sc.nccl.latencies = nc->bool_or("latencies", true);
+  }
+  // A profile's links are measured rates, below the NVLink line rate NCCL's model keys the generation on (an H200's
+  // 367 GB/s is nearer A100's 300 than H100's 450 by ratio), so the profile's GPU model names the system instead.
+  if (sc.nccl.system.empty() && sc.profile_data) {
+    sc.nccl.system = nccl_system_of_gpu(sc.profile_data->gpu_model);
+    if (!sc.nccl.system.empty()) sc.nccl.system_from = "profile";
   }
   if (!collectives_required && !root.has("collectives")) return sc;
   if (auto wl = root.get("workload")) {

@@ -7,9 +7,11 @@
 
 #include "railyard/models/lowering.hpp"
 #include "railyard/sim/collective_runner.hpp"
+#include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/sim/replay.hpp"
 #include "railyard/sim/scenario.hpp"
 #include "railyard/topologies/topology.hpp"
+#include "railyard/workloads/op_graph.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -200,6 +202,25 @@ TEST_F(ProfileScenario, WithoutAProfileOmittedFieldsAreTheBuiltInDefaults)
   EXPECT_NE(j["nvlink"]["bandwidth_from"]["note"].get<std::string>().find("nor names a profile"), std::string::npos);
 }
 
+// NCCL's cost model keys its node layout on the GPU generation. A profile's NVLink number is a measured rate
+// (HGX H200: 367.2 GB/s busbw), which by ratio is nearer A100's 300 GB/s line rate than H100's 450, so the system
+// comes from the profile's GPU model; the scenario's nccl.system still wins.
+TEST_F(ProfileScenario, NcclSystemComesFromTheProfilesGpuModel)
+{
+  EXPECT_GT(std::abs(std::log(450.0 / 367.2)), std::abs(std::log(367.2 / 300.0))); // why the bandwidth would mislead
+  const auto h200 = load(shape_only("single_node", 1, 8, kH200));
+  EXPECT_EQ(h200.nccl.system, "hgx_h200");
+  EXPECT_EQ(sim::nccl_system_json(h200)["from"].get<std::string>().rfind("profile " + kH200, 0), 0u);
+  const std::string a100 = std::string(RAILYARD_SOURCE_DIR) + "/calibration/profiles/dgx_a100_ib_hdr.yaml";
+  EXPECT_EQ(load(shape_only("single_node", 1, 8, a100)).nccl.system, "dgx_a100");
+  EXPECT_EQ(load(shape_only("single_node", 1, 8, kH100)).nccl.system, "dgx_h100");
+  const auto own = load("name: t\ncluster: {kind: single_node, nodes: 1, gpus_per_node: 8}\nnccl: {system: dgx_h100}\n"
+                        "profile: " +
+                        kH200 + "\ncollectives:\n  - {op: all_reduce, size: 1 MiB}\n");
+  EXPECT_EQ(own.nccl.system, "dgx_h100");
+  EXPECT_EQ(own.nccl.system_from, "scenario");
+}
+
 namespace {
 
 // NCCL's Simple protocol: a 4 MiB buffer per connection in NCCL_STEPS = 8 steps; ring all-reduce moves
@@ -353,6 +374,53 @@ TEST_F(ProfileScenario, ProfileFitTimeIsAlphaPlusSizeOverBeta)
   const auto bcast = sim::profile_collective_cost(
       *sc.profile_data, call_on_one_node(CollectiveKind::Broadcast, 1e9, 8, Algorithm::Ring, Protocol::Simple), t);
   EXPECT_EQ(bcast.fit, nullptr);
+}
+
+// The analytical replay takes a collective's time from ReplayOptions::collective_time when it gives one: a step of
+// one 8-rank all_reduce of 3 GiB timed by the profile's NVLS/Simple entry lasts exactly alpha + S x 2(n-1)/n / busbw,
+// on Railyard's event loop and on SimGrid actors alike; without the hook it lasts its lowered schedule's time.
+TEST_F(ProfileScenario, AnalyticalReplayUsesTheGivenCollectiveTime)
+{
+  const int n = 8;
+  const double s = 3.0 * 1024 * 1024 * 1024;
+  const YamlPiece e = yaml_piece(kH200, "all_reduce", "NVLS", "Simple", n, s);
+  const double expected = e.latency_s + s * 2.0 * (n - 1) / n / e.busbw_Bps;
+  const auto sc = load(shape_only("single_node", 1, n, kH200));
+  workloads::Workload w;
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  const int comm = w.add_communicator("tp", workloads::GroupKind::TP, all);
+  for (int r = 0; r < n; ++r) {
+    workloads::RankGraphBuilder b;
+    b.add(workloads::Op::make_collective(models::CollectiveKind::AllReduce, Bytes(s), comm, -1, 0), "collective");
+    w.add_rank(b.finish());
+  }
+  // One child per replay: SimGrid keeps one engine per process.
+  std::vector<double> steps;
+  for (const bool hook : {true, false})
+    for (const bool events : {true, false})
+      steps.push_back(run_in_child([&] {
+                        const topo::Topology t = topo::build_topology(sc.cluster);
+                        sim::ReplayOptions o;
+                        o.comm = sim::CommModel::Analytical;
+                        o.discrete_events = events;
+                        o.trace_ranks = std::vector<int>{};
+                        if (hook)
+                          o.collective_time = [&](const models::CollectiveCall& call, const InputLocation& where) {
+                            models::CollectiveCall forced = call;
+                            forced.algorithm = models::Algorithm::Nvls;
+                            forced.protocol = models::Protocol::Simple;
+                            const auto resolved = sim::resolve_call(forced, t, sc.nccl, where);
+                            const auto cost = sim::profile_collective_cost(*sc.profile_data, resolved, t);
+                            return cost.fit ? std::optional<Seconds>(cost.time) : std::nullopt;
+                          };
+                        return std::vector<double>{
+                            sim::replay_workload(w, t, sc.sim, sc.profile_data.get(), o).step_time.value()};
+                      }).values.at(0));
+  EXPECT_NEAR(steps[0], expected, 1e-15);
+  EXPECT_NEAR(steps[1], expected, 1e-15);
+  EXPECT_NEAR(steps[2], steps[3], 1e-12);
+  EXPECT_GT(std::abs(steps[2] - expected), 1e-9); // the schedule is a different model, so a different time
 }
 
 // ---- bad input ----

@@ -34,7 +34,10 @@ struct CollectiveSpec {
 
 /// The `nccl:` section: the system NCCL's cost model assumes, and NCCL_ALGO / NCCL_PROTO as NCCL reads them.
 struct NcclSettings {
-  std::string system; ///< dgx_a100, dgx_h100, hgx_h200 or hgx_b200; empty: chosen from the NVLink bandwidth
+  /// dgx_a100, dgx_h100, hgx_h200 or hgx_b200; when `nccl.system` is absent, the profile's GPU model's (A100,
+  /// H100, H200, B200), else empty: chosen from the NVLink bandwidth (nccl_resolve.hpp nccl_node)
+  std::string system;
+  std::string system_from;                ///< "scenario", "profile" or "" (NVLink bandwidth), for summaries
   std::optional<std::string> algo, proto; ///< NCCL_ALGO / NCCL_PROTO text
   models::NcclOverrides overrides;        ///< parsed from algo and proto
   bool latencies = true;                  ///< NCCL's base and per-hop latencies (false: bytes and links only)
@@ -87,6 +90,13 @@ Scenario parse_scenario(const YamlNode& root);
 /// and use the scenario for its cluster, network and nccl sections (railyard nccl-tests).
 Scenario parse_scenario(const YamlNode& root, bool collectives_required);
 Scenario load_scenario_cluster(const std::string& path);
+
+/// The NCCL system (NcclSettings::system) of a GPU model as CUDA names it ("NVIDIA H100 80GB HBM3" -> dgx_h100);
+/// empty for a GPU NCCL's cost model here does not know.
+std::string nccl_system_of_gpu(const std::string& gpu_model);
+
+/// summary.json's "nccl_system": the system NCCL's cost model assumed and where it came from.
+nlohmann::ordered_json nccl_system_json(const Scenario& scenario);
 
 /// summary.json's "links": per link kind (nvlink, pcie, nic, fabric) the bandwidth (bytes/s, per direction) and
 /// latency (s, per link) the topology was built with, and where each came from.
