@@ -4,7 +4,7 @@
 // recomputation (tensor parallelism without sequence parallelism) and with the paper's method (sequence parallelism +
 // selective recomputation).
 //
-// Every number below was checked against the paper's text (arXiv 2205.05198v1, read in full):
+// Every number below was checked against the paper's full text (arXiv 2205.05198):
 //  - Table 3: heads / hidden / layers / TP / PP / GPUs / global batch / micro-batch:
 //      22B 64 / 6144 / 48 / 8 / 1 / 8 / 4 / 4;       175B 96 / 12288 / 96 / 8 / 8 / 64 / 64 / 1;
 //      530B 128 / 20480 / 105 / 8 / 35 / 280 / 280 / 1; 1T 160 / 25600 / 128 / 8 / 64 / 512 / 512 / 1;
