@@ -1,14 +1,16 @@
 // The queue model, used when DCQCN or PFC is on.
 //
 // Flows that cross switch egress ports inject at their max-min rate over the host-side links (NVLink, PCIe, the NIC
-// port), capped by their DCQCN reaction point. In each step of at most `time_step`, every busy egress port, in
+// port), capped by their DCQCN reaction point; once a flow has injected its last byte it holds no share of those links.
+// In each step of at most `time_step`, every busy egress port, in
 // up*/down* order so a step's departures feed the next hop in the same step, serves capacity x dt among the bytes of
 // its unpaused flows in proportion to what each has there (a fluid FIFO). Departing bytes are ECN-marked with the RED
 // probability of the queue they left; a flow's marks form a Poisson-like process whose first arrival after the
 // receiver's CNP interval triggers a CNP (an exponential threshold on the accumulated hazard -ln(1 - p) per packet,
 // so a window sees at least one mark with probability 1 - prod(1 - p)). Per ingress port and priority the switch
 // counts the bytes that came in there and still wait in its egress queues; above XOFF it pauses the upstream egress
-// after the cable latency plus response time, below XON it resumes it.
+// after the cable latency plus response time, below XON it resumes it. Links between and after the queues (the
+// receiver's NIC and PCIe) are not part of max-min: they carry what leaves the queue before them, and are sampled so.
 #include "fluid_network_impl.hpp"
 
 #include <algorithm>
@@ -139,6 +141,19 @@ void Net::queue_step(double t0, double t1)
       inj = 0;
     q.injected += inj;
     q.arriving[0] += inj;
+    if (inj < fl.rate * dt && cfg_.record_links) {
+      // Its host links' samples integrate its rate over the whole step; it sent only `inj` of it.
+      for (int i = 0; i < fl.n_mm; ++i)
+        aux_[fl.links[fl.mm_hop[i]]].s_bytes -= fl.rate * dt - inj;
+    }
+    if (q.injected >= fl.bytes) {
+      // Everything is in the network: from now on it takes no share of its host links.
+      if (fl.cap != 0) {
+        fl.cap = 0;
+        mark_flow_dirty(q.flow);
+      }
+      continue;
+    }
     if (q.cc && q.rp.advance(dc, Seconds(t1), Bytes(inj))) {
       fl.cap = q.rp.rate().value();
       mark_flow_dirty(q.flow);
@@ -179,6 +194,13 @@ void Net::queue_step(double t0, double t1)
       present |= static_cast<std::uint8_t>(1U << prio);
       sent_p[prio] += dep;
       queue_p[prio] += q.backlog[k];
+      // Links after this queue up to the next one (the receiver's NIC and PCIe after the last) carry what leaves it.
+      const int next_hop = k + 1 < q.nq ? q.qhop[k + 1] : fl.hops;
+      if (cfg_.record_links)
+        for (int h = q.qhop[k] + 1; h < next_hop; ++h) {
+          aux_[fl.links[h]].s_bytes += dep;
+          touch(fl.links[h]);
+        }
       if (k + 1 < q.nq) {
         q.arriving[k + 1] += dep;
       } else {
@@ -311,6 +333,8 @@ void Net::on_cnp(std::uint32_t f, std::uint32_t gen, double t)
     return;
   q.rp.advance(cfg_.dcqcn, Seconds(t), Bytes(0));
   q.rp.on_cnp(cfg_.dcqcn, Seconds(t));
+  if (q.injected >= fl.bytes)
+    return; // all injected: it holds no share of its host links whatever its reaction point's rate
   fl.cap = q.rp.rate().value();
   mark_flow_dirty(f);
 }

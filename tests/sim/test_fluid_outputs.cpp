@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace railyard;
@@ -123,6 +124,38 @@ TEST(FluidOutputs, FilesAreConsistent)
   for (std::size_t i = 1; i < links.size(); ++i)
     EXPECT_LE(std::stod(links[i][7]), 1 + 1e-9) << links[i][3] << " at " << links[i][0];
   fs::remove_all(d);
+}
+
+// Every byte of a flow crosses every link of its path once, so over the run a link's bytes in links.csv are the sum
+// of the bytes of the flows whose path lists it: the host links before the first switch queue (where a sender's rate
+// is its max-min share until its last byte is injected), the queues, and the receiver's NIC and PCIe links after the
+// last queue, which only carry what the queues deliver. Checked with queues (DCQCN and PFC) and without (max-min).
+TEST(FluidOutputs, EveryLinkCarriesTheBytesOfTheFlowsThatCrossIt)
+{
+  const std::string max_min = "  backend: fluid\n  ecmp: per_qp\n  qps_per_connection: 2\n";
+  for (const std::string& network : {kCc, max_min}) {
+    const fs::path d = run_to(scenario(1, network), "per_link");
+    const auto flows = csv(slurp(d / "flows.csv"));
+    const auto links = csv(slurp(d / "links.csv"));
+    ASSERT_EQ(flows[0][11], "links");
+    ASSERT_EQ(links[0][2], "link");
+    ASSERT_EQ(links[0][6], "bytes");
+    std::map<std::string, double> expected, sampled;
+    for (std::size_t i = 1; i < flows.size(); ++i) {
+      std::istringstream path(flows[i][11]);
+      std::string id;
+      while (path >> id)
+        expected[id] += std::stod(flows[i][5]);
+    }
+    for (std::size_t i = 1; i < links.size(); ++i)
+      sampled[links[i][2]] += std::stod(links[i][6]);
+    ASSERT_GT(expected.size(), 10U);
+    for (const auto& [id, bytes] : expected)
+      EXPECT_NEAR(sampled[id], bytes, 1e-9 * bytes) << "link " << id << (network == kCc ? " (queues)" : " (max-min)");
+    for (const auto& [id, bytes] : sampled)
+      EXPECT_TRUE(expected.count(id)) << "link " << id << " carried " << bytes << " B that no flow's path lists";
+    fs::remove_all(d);
+  }
 }
 
 // ---- the network section ----
