@@ -234,6 +234,108 @@ TEST(Pfc, HeadOfLineBlockingOnTheSamePriorityOnly)
   EXPECT_EQ(same.bytes_sent, same.bytes_received);
 }
 
+// ---- PFC's resume delay and the FIFO egress queue ----
+
+/// The bottleneck port's steps in time order, and its idle time between its first and its last byte: what it could
+/// have sent in those steps and did not, over its capacity.
+struct PortActivity {
+  double first = -1, last = -1, idle_s = 0, sent = 0;
+};
+
+PortActivity port_activity(const Outcome& o, std::uint32_t link, double capacity)
+{
+  std::vector<sim::QueueStep> steps;
+  for (const auto& st : o.steps)
+    if (st.link == link)
+      steps.push_back(st);
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.t0 < b.t0; });
+  PortActivity a;
+  std::size_t first = steps.size(), last = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].sent > 0) {
+      first = std::min(first, i);
+      last = i;
+      a.sent += steps[i].sent;
+    }
+  if (first == steps.size())
+    return a;
+  a.first = steps[first].t0;
+  a.last = steps[last].t1;
+  // Inner steps only: the first and last may be partly before the first byte or after the last.
+  for (std::size_t i = first + 1; i < last; ++i)
+    a.idle_s += std::max(0.0, capacity * (steps[i].t1 - steps[i].t0) - steps[i].sent) / capacity;
+  return a;
+}
+
+/// Times a link went from paused to running: RESUMEs that took effect.
+int resumes(const Outcome& o, std::uint32_t link)
+{
+  std::vector<sim::QueueStep> steps;
+  for (const auto& st : o.steps)
+    if (st.link == link)
+      steps.push_back(st);
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.t0 < b.t0; });
+  int n = 0;
+  for (std::size_t i = 1; i < steps.size(); ++i)
+    n += steps[i - 1].paused && !steps[i].paused;
+  return n;
+}
+
+// A 2:1 incast from leaf 1 into GPU 0: every byte for nic0.0 enters leaf 0 through one ingress port, the spine's, so
+// that port's counter is the bottleneck queue. When it falls below XON the spine port resumes one cable latency L
+// later; meanwhile the bottleneck sends what it holds, at most XON. With XON >= B (2 L + response) (the RESUME's
+// flight, the upstream's reaction and the first new byte's flight, all at the drain rate B) the queue cannot empty
+// before new bytes come: the port never idles and the incast takes 2 S / B after the first byte, plus the path.
+TEST(Pfc, ResumeBeforeTheQueueRunsDryWhenXonCoversTheRoundTrip)
+{
+  const double S = 4.0 * 1024 * 1024, B = 50e9;
+  const sim::FluidConfig f = pfc_only();
+  const topo::Topology t = topo::build_topology(one_spine());
+  const auto spine_to_leaf0 = static_cast<std::uint32_t>(link_between(t, "spine0", "leaf0"));
+  const auto port = static_cast<std::uint32_t>(link_between(t, "leaf0", "nic0.0"));
+  const double L = t.link(spine_to_leaf0).latency.value();
+  ASSERT_GE(f.pfc.xon.value(), B * (2 * L + f.pfc.response_time.value()))
+      << "the defaults no longer cover the round trip: this test's premise";
+
+  const Outcome o = run({{4, 0, S}, {5, 0, S}}, f, true);
+  EXPECT_EQ(o.stats.overflow_bytes, 0.0);
+  EXPECT_GT(resumes(o, spine_to_leaf0), 0) << "the spine port must pause and resume for this to test anything";
+  const PortActivity a = port_activity(o, port, B);
+  EXPECT_NEAR(a.sent, 2 * S, 1e-6 * S);
+  EXPECT_LT(a.idle_s, 1e-12) << "the port idled while bytes waited behind a pause";
+  // GPU 4 -> NIC -> leaf1 -> spine0 -> leaf0 -> NIC -> GPU 0: 0.5 + 1 + 0.6 + 0.6 + 1 + 0.5 us.
+  const double path = 4.2e-6, step = std::min(f.time_step.value(), L + f.pfc.response_time.value());
+  const double last = std::max(o.arrival[0], o.arrival[1]);
+  EXPECT_GE(last, 2 * S / B + path);
+  EXPECT_LE(last, 2 * S / B + path + 2 * step);
+}
+
+// The same incast with XON below B L: after each XON crossing the bottleneck holds at most XON, which lasts XON / B,
+// and nothing new can reach it before the RESUME has crossed the cable, L after the crossing. So every RESUME of the
+// spine port costs the bottleneck at least L - XON / B of idle time: real PFC behaviour with such thresholds.
+TEST(Pfc, XonBelowTheResumeDelayIdlesTheBottleneckAfterEveryResume)
+{
+  const double S = 4.0 * 1024 * 1024, B = 50e9;
+  sim::FluidConfig f = pfc_only();
+  f.pfc.xoff = Bytes(16 * 1024);
+  f.pfc.xon = Bytes(8 * 1024);
+  const topo::Topology t = topo::build_topology(one_spine());
+  const auto spine_to_leaf0 = static_cast<std::uint32_t>(link_between(t, "spine0", "leaf0"));
+  const auto port = static_cast<std::uint32_t>(link_between(t, "leaf0", "nic0.0"));
+  const double L = t.link(spine_to_leaf0).latency.value();
+  const double idle_per_resume = L - f.pfc.xon.value() / B;
+  ASSERT_GT(idle_per_resume, 0);
+
+  const Outcome o = run({{4, 0, S}, {5, 0, S}}, f, true);
+  EXPECT_EQ(o.stats.overflow_bytes, 0.0) << "headroom is sized per link, whatever XOFF is";
+  EXPECT_EQ(o.bytes_sent, o.bytes_received);
+  const int n = resumes(o, spine_to_leaf0);
+  ASSERT_GT(n, 10);
+  const PortActivity a = port_activity(o, port, B);
+  EXPECT_GE(a.idle_s, n * idle_per_resume * (1 - 1e-6)) << n << " resumes";
+  EXPECT_GE(std::max(o.arrival[0], o.arrival[1]), 2 * S / B + 4.2e-6 + n * idle_per_resume * (1 - 1e-6));
+}
+
 // ---- bad input ----
 
 YamlNode yaml(const std::string& text) { return YamlNode::load_string(text, "pfc.yaml"); }
