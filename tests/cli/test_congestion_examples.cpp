@@ -490,10 +490,11 @@ TEST(DcqcnExamples, PfcAloneKeepsTheBottleneckBusyAndBlocksTheVictimHeadOfLine)
   const std::vector<std::string> expected_path{"gpu1.2->nic1.2", "nic1.2->leaf1", "leaf1->spine0",
                                                "spine0->leaf0",  "leaf0->nic0.1", "nic0.1->gpu0.1"};
   EXPECT_EQ(victim_path, expected_path);
-  for (std::size_t i = 0; i < flows.size(); ++i)
-    if (i != v)
-      for (const auto& name : path_names(off, flows, i))
-        EXPECT_NE(name, "leaf0->nic0.1") << "the victim's last hop is its own";
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    if (i == v) continue;
+    for (const auto& name : path_names(off, flows, i))
+      EXPECT_NE(name, "leaf0->nic0.1") << "the victim's last hop is its own";
+  }
 
   // The bottleneck never idles: every byte for GPU 0 enters leaf0 through the spine's port, whose ingress counter
   // covers nic0.0's queue; after the counter falls below XON the spine resumes within 2 L + response (the RESUME's
