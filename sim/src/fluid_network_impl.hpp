@@ -1,6 +1,7 @@
 // Internals of the fluid backend (see railyard/sim/fluid.hpp for what it models).
 #pragma once
 
+#include "fluid_fifo.hpp"
 #include "railyard/sim/fluid.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -396,6 +397,7 @@ private:
   std::vector<std::uint32_t> queue_order_; ///< busy queued links by (stage, id)
   bool queue_order_dirty_ = false;
   std::vector<std::uint32_t> pfc_watch_;  ///< links with a nonzero ingress counter or a pause state
+  std::vector<PortFifos> fifos_;          ///< per link: its egress FIFOs (queued links only; sized on first use)
 
   // sampling
   std::vector<std::uint32_t> touched_;

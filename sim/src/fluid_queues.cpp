@@ -2,15 +2,16 @@
 //
 // Flows that cross switch egress ports inject at their max-min rate over the host-side links (NVLink, PCIe, the NIC
 // port), capped by their DCQCN reaction point; once a flow has injected its last byte it holds no share of those links.
-// In each step of at most `time_step`, every busy egress port, in
-// up*/down* order so a step's departures feed the next hop in the same step, serves capacity x dt among the bytes of
-// its unpaused flows in proportion to what each has there (a fluid FIFO). Departing bytes are ECN-marked with the RED
-// probability of the queue they left; a flow's marks form a Poisson-like process whose first arrival after the
-// receiver's CNP interval triggers a CNP (an exponential threshold on the accumulated hazard -ln(1 - p) per packet,
-// so a window sees at least one mark with probability 1 - prod(1 - p)). Per ingress port and priority the switch
-// counts the bytes that came in there and still wait in its egress queues; above XOFF it pauses the upstream egress
-// after the cable latency plus response time, below XON it resumes it. Links between and after the queues (the
-// receiver's NIC and PCIe) are not part of max-min: they carry what leaves the queue before them, and are sampled so.
+// In each step of at most `time_step`, every busy egress port, in up*/down* order so a step's departures feed the
+// next hop in the same step, serves capacity x dt from its FIFO of arrival batches (fluid_fifo.hpp): bytes leave in
+// the order they arrived, and the flows of one batch in proportion. Unpaused priorities share the port in proportion
+// to what each has queued. Departing bytes are ECN-marked with the RED probability of the queue they left; a flow's
+// marks form a Poisson-like process whose first arrival after the receiver's CNP interval triggers a CNP (an
+// exponential threshold on the accumulated hazard -ln(1 - p) per packet, so a window sees at least one mark with
+// probability 1 - prod(1 - p)). Per ingress port and priority the switch counts the bytes that came in there and
+// still wait in its egress queues; above XOFF it pauses the upstream egress after the cable latency plus response
+// time, below XON it resumes it. Links between and after the queues (the receiver's NIC and PCIe) are not part of
+// max-min: they carry what leaves the queue before them, and are sampled so.
 #include "fluid_network_impl.hpp"
 
 #include <algorithm>
@@ -52,6 +53,8 @@ void Net::start_fabric_flow(std::uint32_t f, double line_rate, double t)
   Flow& fl = flows_[f];
   q.flow = f;
   fl.fab = idx;
+  if (fifos_.size() < links_.size())
+    fifos_.resize(links_.size());
   for (int h = 0; h < fl.hops; ++h)
     if (links_[fl.links[h]].queued) {
       q.qhop[q.nq++] = static_cast<std::uint8_t>(h);
@@ -80,6 +83,9 @@ void Net::end_fabric_flow(std::uint32_t f)
   for (int k = 0; k < q.nq; ++k) {
     const int h = q.qhop[k];
     remove_slot(links_[fl.links[h]].fab, fl.pos[h], false);
+    // It ended when its delivered bytes reached its size up to rounding: drop any residue still listed, so no entry
+    // names its slot once a new flow takes it.
+    fifos_[fl.links[h]].at(fl.priority).erase_flow(fl.fab);
   }
   if (q.cc)
     report_.stats.rate_decreases += static_cast<std::uint64_t>(q.rp.decreases());
@@ -136,6 +142,7 @@ void Net::queue_step(double t0, double t1)
     if (q.flow == kNone)
       continue;
     Flow& fl = flows_[q.flow];
+    q.last_delivery = 0;
     double inj = std::min(fl.rate * dt, fl.bytes - q.injected);
     if (inj < 0)
       inj = 0;
@@ -164,36 +171,35 @@ void Net::queue_step(double t0, double t1)
   for (std::uint32_t l : queue_order_) {
     LinkState& ls = links_[l];
     LinkAux& la = aux_[l];
+    PortFifos& port = fifos_[l];
     std::array<double, 8> sent_p{}, queue_p{};
     std::uint8_t present = 0;
-    double offered = 0;
+    // This step's arrivals join the tail of their priority's FIFO as one batch.
+    for (auto& [prio, fifo] : port.by_priority)
+      fifo.begin_batch();
     for (const Slot& s : ls.fab) {
       const Flow& fl = flows_[s.flow];
-      const FabricFlow& q = fab_[fl.fab];
+      FabricFlow& q = fab_[fl.fab];
       const int k = queue_index(q, s.hop);
-      if (!((ls.paused_mask >> fl.priority) & 1U))
-        offered += q.backlog[k] + q.arriving[k];
+      present |= static_cast<std::uint8_t>(1U << fl.priority);
+      if (q.arriving[k] > 0) {
+        port.at(fl.priority).push(fl.fab, static_cast<std::uint8_t>(k), q.arriving[k]);
+        q.backlog[k] += q.arriving[k];
+        q.arriving[k] = 0;
+      }
     }
+    double offered = 0;
+    for (const auto& [prio, fifo] : port.by_priority)
+      if (!((ls.paused_mask >> prio) & 1U))
+        offered += fifo.bytes();
     const double service = ls.capacity * dt;
     const double ratio = offered > service ? service / offered : 1.0;
     const double p = cfg_.cc == CongestionControl::Dcqcn ? models::cc::marking_probability(dc, Bytes(la.queue)) : 0.0;
     const double hazard = p <= 0 ? 0.0 : (p >= 1 ? kInf : -std::log1p(-p));
-    double sent = 0, queued = 0;
-    for (const Slot& s : ls.fab) {
-      Flow& fl = flows_[s.flow];
-      FabricFlow& q = fab_[fl.fab];
-      const int k = queue_index(q, s.hop);
-      const bool paused = (ls.paused_mask >> fl.priority) & 1U;
-      const double have = q.backlog[k] + q.arriving[k];
-      const double dep = paused ? 0.0 : have * ratio;
-      q.backlog[k] = have - dep;
-      q.arriving[k] = 0;
-      queued += q.backlog[k];
-      sent += dep;
-      const int prio = fl.priority;
-      present |= static_cast<std::uint8_t>(1U << prio);
-      sent_p[prio] += dep;
-      queue_p[prio] += q.backlog[k];
+    auto leave = [&](std::uint32_t fi, std::uint8_t k, double dep) {
+      FabricFlow& q = fab_[fi];
+      const Flow& fl = flows_[q.flow];
+      q.backlog[k] = std::max(0.0, q.backlog[k] - dep);
       // Links after this queue up to the next one (the receiver's NIC and PCIe after the last) carry what leaves it.
       const int next_hop = k + 1 < q.nq ? q.qhop[k + 1] : fl.hops;
       if (cfg_.record_links)
@@ -205,10 +211,20 @@ void Net::queue_step(double t0, double t1)
         q.arriving[k + 1] += dep;
       } else {
         q.delivered += dep;
-        q.last_delivery = dep;
+        q.last_delivery += dep;
       }
       if (dep > 0 && hazard > 0)
         q.hazard += hazard == kInf ? kInf : dep / mtu * hazard;
+    };
+    double sent = 0, queued = 0;
+    for (auto& [prio, fifo] : port.by_priority) {
+      if (!((ls.paused_mask >> prio) & 1U)) {
+        const double out = fifo.serve(fifo.bytes() * ratio, leave);
+        sent += out;
+        sent_p[prio] += out;
+      }
+      queue_p[prio] = fifo.bytes();
+      queued += queue_p[prio];
     }
     la.queue = queued;
     la.s_bytes += sent;

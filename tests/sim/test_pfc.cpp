@@ -336,6 +336,24 @@ TEST(Pfc, XonBelowTheResumeDelayIdlesTheBottleneckAfterEveryResume)
   EXPECT_GE(std::max(o.arrival[0], o.arrival[1]), 2 * S / B + 4.2e-6 + n * idle_per_resume * (1 - 1e-6));
 }
 
+// An egress queue is first in, first out. Flows A (S_A) and V (S_V > S_A) start together at line rate B into one
+// 50 GB/s port with thresholds so high that nothing pauses: the port sends B, half of it A's while both arrive. A's
+// last byte arrives at S_A / B, behind a queue of (2 B - B) S_A / B = S_A, so it leaves at 2 S_A / B; V's last byte
+// leaves when all S_A + S_V have, at (S_A + S_V) / B. A queue that served each flow in proportion to its backlog
+// would keep A's last bytes behind V's arrivals until V ended.
+TEST(Pfc, EgressQueueIsFirstInFirstOut)
+{
+  const double SA = 1024.0 * 1024, SV = 8.0 * 1024 * 1024, B = 50e9, path = 4.2e-6;
+  sim::FluidConfig f = pfc_only();
+  f.pfc.xoff = Bytes(1024.0 * 1024 * 1024);
+  f.pfc.xon = Bytes(1000.0 * 1024 * 1024);
+  const Outcome o = run({{4, 0, SA}, {8, 0, SV}}, f, true);
+  EXPECT_EQ(o.stats.pause_events, 0U);
+  const double step = f.time_step.value();
+  EXPECT_NEAR(o.arrival[0], 2 * SA / B + path, step);
+  EXPECT_NEAR(o.arrival[1], (SA + SV) / B + path, step);
+}
+
 // ---- bad input ----
 
 YamlNode yaml(const std::string& text) { return YamlNode::load_string(text, "pfc.yaml"); }
