@@ -10,7 +10,7 @@ Reads only the folder's links.csv, flows.csv and summary.json and draws:
 Without matplotlib (Debian: python3-matplotlib) it says so and prints the same numbers as text.
 
   python3 notebooks/congestion.py out/incast                       # writes out/incast/congestion.png
-  python3 notebooks/congestion.py out/dcqcn_off --links leaf0->nic0.0 spine2->leaf0 --png off.png
+  python3 notebooks/congestion.py out/dcqcn_off --links leaf0->nic0.0 spine0->leaf0 --png off.png
   python3 notebooks/congestion.py out/dcqcn_on --text              # numbers only
 """
 import argparse
