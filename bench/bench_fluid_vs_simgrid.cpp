@@ -11,7 +11,7 @@
 // ratio is taken against the recorded figure of issue 6 (344 s for a 4,096-rank ring all-reduce on this machine
 // class), printed as such. --fluid-only sizes run the fluid backend alone (8,192 GPUs: 134 M flows with 1 channel).
 #include "railyard/common/child_process.hpp"
-#include "railyard/models/lowering.hpp"
+#include "ring_case.hpp"
 #include "railyard/sim/collective_runner.hpp"
 
 #include <CLI/CLI.hpp>
@@ -19,7 +19,6 @@
 
 #include <cmath>
 #include <map>
-#include <numeric>
 
 using namespace railyard;
 
@@ -31,29 +30,16 @@ struct Run {
 
 Run run(int n, sim::Backend backend, Bytes per_gpu, int channels)
 {
-  topo::ClusterSpec spec;
-  spec.kind = topo::ClusterKind::RailOptimized;
-  spec.gpus_per_node = 8;
-  spec.nodes = n / 8;
-  spec.leaf_downlinks = 32;
+  const topo::ClusterSpec spec = bench::ring_cluster(n);
   const auto r = run_in_child([&] {
     const topo::Topology t = topo::build_topology(spec);
-    models::CollectiveCall call;
-    call.kind = models::CollectiveKind::AllReduce;
-    call.bytes = per_gpu * static_cast<double>(n);
-    call.ranks.resize(static_cast<std::size_t>(n));
-    std::iota(call.ranks.begin(), call.ranks.end(), 0);
-    call.algorithm = models::Algorithm::Ring;
-    call.protocol = models::Protocol::Simple;
-    call.channels = channels;
     sim::SimulationConfig config;
     config.backend = backend;
     // Per-flow records of 134 M flows would be the benchmark's memory, not the simulator's.
     config.fluid.record_flows = false;
     config.fluid.record_links = false;
     sim::Simulation s(t, config);
-    const models::Schedule schedule = models::lower({call, 8, Seconds(0)});
-    const auto timings = sim::run_schedules(s, {schedule});
+    const auto timings = sim::run_schedules(s, {bench::ring_all_reduce(n, per_gpu, channels)});
     return std::vector<double>{timings.at(0).duration().value(), double(s.network().totals().flows_received)};
   });
   return {r.values[0], r.values[1], r.wall_seconds, r.cpu_seconds, r.max_rss_bytes};

@@ -7,14 +7,13 @@
 // The message is size-per-gpu x GPUs, so every run has one chunk loop and every ring step moves size-per-gpu /
 // channels bytes per flow: the flow count, 2 (n-1) n channels, is what grows.
 #include "railyard/common/child_process.hpp"
-#include "railyard/models/lowering.hpp"
+#include "ring_case.hpp"
 #include "railyard/sim/collective_runner.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 using namespace railyard;
 
@@ -38,22 +37,9 @@ int main(int argc, char** argv)
              "simulated(ms)", "wall(s)", "cpu(s)", "peak(MiB)", "flows/cpu-s", "wall/base", "cpu/base", "mem/base");
   double base_wall = 0, base_cpu = 0, base_mem = 0;
   for (int n : sizes) {
-    topo::ClusterSpec spec;
-    spec.kind = topo::ClusterKind::RailOptimized;
-    spec.gpus_per_node = 8;
-    spec.nodes = n / 8;
-    spec.leaf_downlinks = 32;
-
+    const topo::ClusterSpec spec = bench::ring_cluster(n);
     const auto r = run_in_child([&] {
       const topo::Topology t = topo::build_topology(spec);
-      models::CollectiveCall call;
-      call.kind = models::CollectiveKind::AllReduce;
-      call.bytes = per * static_cast<double>(n);
-      call.ranks.resize(n);
-      std::iota(call.ranks.begin(), call.ranks.end(), 0);
-      call.algorithm = models::Algorithm::Ring;
-      call.protocol = models::Protocol::Simple;
-      call.channels = channels;
       sim::SimulationConfig config;
       config.time_precision = precision;
       config.backend = backend == "fluid" ? sim::Backend::Fluid : sim::Backend::SimGrid;
@@ -61,7 +47,7 @@ int main(int argc, char** argv)
       config.fluid.record_flows = false;
       config.fluid.record_links = false;
       sim::Simulation s(t, config);
-      const auto timings = sim::run_schedules(s, {models::lower({call, 8, Seconds(0)})});
+      const auto timings = sim::run_schedules(s, {bench::ring_all_reduce(n, per, channels)});
       return std::vector<double>{timings[0].duration().value(), double(s.network().totals().flows_received)};
     });
     if (base_wall == 0) {
