@@ -198,10 +198,31 @@ ComputeParams read_compute(const YamlNode& n, const std::set<std::string>& input
   return c;
 }
 
+int read_count(const YamlNode& n, int max)
+{
+  const auto v = n.as_int();
+  if (v < 1 || v > max) n.fail(fmt::format("{} is outside 1..{}", v, max), "give a whole number in that range");
+  return static_cast<int>(v);
+}
+
+GemmTiling read_gemm(const YamlNode& n)
+{
+  n.expect_keys({"tile_m", "tile_n", "sms", "source"});
+  GemmTiling g;
+  g.tile_m = read_count(n.at("tile_m"), 4096);
+  g.tile_n = read_count(n.at("tile_n"), 4096);
+  g.sms = read_count(n.at("sms"), 100000);
+  g.tile_source = read_source(n, "tile");
+  g.sms_source = read_source(n, "sms");
+  n.at("source").expect_keys({"tile", "sms"});
+  g.line = n.where().line;
+  return g;
+}
+
 KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
 {
-  n.expect_keys(
-      {"launch_overhead_us", "memory_bandwidth_GBps", "memory_efficiency", "source", "memory_fit", "compute"});
+  n.expect_keys({"launch_overhead_us", "memory_bandwidth_GBps", "memory_efficiency", "source", "memory_fit", "compute",
+                 "gemm"});
   KernelModel k;
   k.launch_overhead = units::us(read_number(n.at("launch_overhead_us"), Bound::NonNegative));
   k.memory_bandwidth = units::GBps(read_number(n.at("memory_bandwidth_GBps"), Bound::Positive));
@@ -218,6 +239,7 @@ KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
         item.fail(fmt::format("dtype {} appears twice", to_string(cp.dtype)), "keep one entry per dtype");
       k.compute.push_back(std::move(cp));
     }
+  if (const auto g = n.get("gemm")) k.gemm = read_gemm(*g);
   return k;
 }
 
@@ -284,6 +306,19 @@ Seconds CollectiveFit::time(Bytes size, int n) const
   return p.latency + Seconds(size.value() * factor / p.busbw.value());
 }
 
+double GemmTiling::tiles(double m, double n, double batch) const
+{
+  const double a = std::ceil(m / tile_m) * std::ceil(n / tile_n);
+  const double b = std::ceil(m / tile_n) * std::ceil(n / tile_m);
+  return std::min(a, b) * batch;
+}
+
+double GemmTiling::waves(double m, double n, double batch, int sms_taken) const
+{
+  const int free = std::max(1, sms - std::max(0, sms_taken));
+  return std::ceil(tiles(m, n, batch) / free);
+}
+
 const ComputeParams* KernelModel::compute_for(DType t) const
 {
   for (const auto& c : compute)
@@ -338,6 +373,19 @@ Seconds Profile::kernel_time(double flops, Bytes bytes, DType dtype) const
           fmt::format("add a '- dtype: {}' entry under kernel.compute, or run gemm_bench for it", to_string(dtype)));
     compute = flops / (c->peak_flops * c->efficiency);
   }
+  return kernel->launch_overhead + Seconds(std::max(mem, compute));
+}
+
+Seconds Profile::gemm_time(double m, double n, double k, double batch, Bytes bytes, DType dtype, int sms_taken) const
+{
+  const double flops = 2 * m * n * k * batch;
+  if (!kernel || !kernel->gemm || flops <= 0) return kernel_time(flops, bytes, dtype);
+  const auto* c = kernel->compute_for(dtype);
+  if (!c) return kernel_time(flops, bytes, dtype); // names the missing entry
+  const GemmTiling& g = *kernel->gemm;
+  const double tile = 2.0 * g.tile_m * g.tile_n * k / (c->peak_flops * c->efficiency / g.sms);
+  const double compute = g.waves(m, n, batch, sms_taken) * tile;
+  const double mem = bytes.value() / (kernel->memory_bandwidth.value() * kernel->memory_efficiency);
   return kernel->launch_overhead + Seconds(std::max(mem, compute));
 }
 
@@ -547,6 +595,16 @@ std::string profile_to_yaml(const Profile& p)
         out << YAML::EndMap;
       }
       out << YAML::EndSeq;
+    }
+    if (k.gemm) {
+      out << YAML::Key << "gemm" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "tile_m" << YAML::Value << k.gemm->tile_m;
+      out << YAML::Key << "tile_n" << YAML::Value << k.gemm->tile_n;
+      out << YAML::Key << "sms" << YAML::Value << k.gemm->sms;
+      out << YAML::Key << "source" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "tile" << YAML::Value << k.gemm->tile_source;
+      out << YAML::Key << "sms" << YAML::Value << k.gemm->sms_source;
+      out << YAML::EndMap << YAML::EndMap;
     }
     out << YAML::EndMap;
   }

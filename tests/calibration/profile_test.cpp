@@ -88,6 +88,7 @@ rc::Profile sample_profile()
   k.memory_fit = rc::FitRecord{{12, 0.05, 0.2}, {"b.csv"}};
   k.compute = {{rc::DType::Bf16, 989.4e12, "datasheet", 0.78, "fit", rc::FitRecord{{9, 0.03, 0.11}, {"b.csv"}}},
                {rc::DType::Fp8, 1978.9e12, "datasheet", 0.7, "assumption: 70%", std::nullopt}};
+  k.gemm = rc::GemmTiling{256, 128, "NVIDIA matmul guide", 132, "H100 SXM5 datasheet", 0};
   p.kernel = k;
   return p;
 }
@@ -145,6 +146,14 @@ void expect_same(const rc::Profile& a, const rc::Profile& b)
     EXPECT_EQ(a.kernel->compute[i].peak_flops, b.kernel->compute[i].peak_flops);
     EXPECT_EQ(a.kernel->compute[i].efficiency, b.kernel->compute[i].efficiency);
     EXPECT_EQ(a.kernel->compute[i].efficiency_source, b.kernel->compute[i].efficiency_source);
+  }
+  ASSERT_EQ(a.kernel->gemm.has_value(), b.kernel->gemm.has_value());
+  if (a.kernel->gemm) {
+    EXPECT_EQ(a.kernel->gemm->tile_m, b.kernel->gemm->tile_m);
+    EXPECT_EQ(a.kernel->gemm->tile_n, b.kernel->gemm->tile_n);
+    EXPECT_EQ(a.kernel->gemm->sms, b.kernel->gemm->sms);
+    EXPECT_EQ(a.kernel->gemm->tile_source, b.kernel->gemm->tile_source);
+    EXPECT_EQ(a.kernel->gemm->sms_source, b.kernel->gemm->sms_source);
   }
 }
 
@@ -288,6 +297,69 @@ TEST(Profile, KernelTimeIsTheRoofline)
   EXPECT_THROW((void)p.kernel_time(1e9, Bytes(1e6), rc::DType::Fp32), InputError);
   // Pure data movement needs no compute entry.
   EXPECT_NO_THROW((void)p.kernel_time(0, Bytes(1e6), rc::DType::Fp32));
+}
+
+// Tile and wave quantization (NVIDIA, Matrix Multiplication Background User's Guide), with 256x128 tiles on 108 SMs
+// as the guide's A100 example; waves counted by hand.
+TEST(Profile, GemmTimeCountsWavesOfTiles)
+{
+  rc::GemmTiling g{256, 128, "t", 108, "s", 0};
+  // The guide's example: a 1792 x 1792 output is 7 x 14 = 98 tiles of 256x128, one wave on 108 SMs.
+  EXPECT_EQ(g.tiles(1792, 1792, 1), 98);
+  EXPECT_EQ(g.waves(1792, 1792, 1), 1);
+  // 8192 x 2304: 32 x 18 = 576 tiles either way round (64 x 9 with 128x256); 576 / 108 = 5.33: 6 waves.
+  EXPECT_EQ(g.tiles(8192, 2304, 1), 576);
+  EXPECT_EQ(g.waves(8192, 2304, 1), 6);
+  // 6144 x 2304: 24 x 18 = 432 = 4 x 108 tiles: 4 full waves.
+  EXPECT_EQ(g.waves(6144, 2304, 1), 4);
+  // The better orientation: 128 x 1024 is 1 x 8 = 8 tiles as 256x128 and 1 x 4 = 4 as 128x256.
+  EXPECT_EQ(g.tiles(128, 1024, 1), 4);
+  // A batch of 32 products of 2048 x 2048: 32 x 8 x 16 = 4096 tiles, 37.9: 38 waves.
+  EXPECT_EQ(g.waves(2048, 2048, 32), 38);
+  // With 24 SMs held by NCCL, 84 are left: 432 tiles take ceil(432 / 84) = 6 waves instead of 4.
+  EXPECT_EQ(g.waves(6144, 2304, 1, 24), 6);
+
+  auto p = sample_profile(); // 256x128 tiles, 132 SMs, bf16 989.4 TFLOPS at 0.78, 4800 GB/s at 0.875, 3.25 us launch
+  // One tile of depth k at the large-GEMM rate per SM: 2 x 256 x 128 x k / (989.4e12 x 0.78 / 132).
+  const double k = 4096;
+  const double tile = 2.0 * 256 * 128 * k / (989.4e12 * 0.78 / 132);
+  // 8448 x 512 = 33 x 4 = 132 tiles: one full wave, the same as the roofline of its 2 m n k FLOPs.
+  const double bytes = 2.0 * (8448.0 * k + k * 512 + 8448.0 * 512);
+  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16).value(), 3.25e-6 + tile, 1e-15);
+  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16).value(),
+              p.kernel_time(2.0 * 8448 * 512 * k, Bytes(bytes), rc::DType::Bf16).value(), 1e-12);
+  // One row more: 133 tiles, 2 waves, twice the time.
+  EXPECT_NEAR(p.gemm_time(8449, 512, k, 1, Bytes(bytes), rc::DType::Bf16).value(), 3.25e-6 + 2 * tile, 1e-15);
+  // 32 SMs held by NCCL: 132 tiles on 100 SMs, 2 waves.
+  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16, 32).value(), 3.25e-6 + 2 * tile, 1e-15);
+  // Memory bound (k = 8: 2 x 256 x 128 x 8 FLOPs per tile, far less than the bytes' time): the roofline's memory term.
+  const double mem_bytes = 2.0 * (8448.0 * 8 + 8 * 512 + 8448.0 * 512);
+  EXPECT_NEAR(p.gemm_time(8448, 512, 8, 1, Bytes(mem_bytes), rc::DType::Bf16).value(),
+              3.25e-6 + mem_bytes / (4800e9 * 0.875), 1e-15);
+  // Without a gemm block: the roofline, whatever NCCL holds.
+  p.kernel->gemm.reset();
+  EXPECT_NEAR(p.gemm_time(8449, 512, k, 1, Bytes(bytes), rc::DType::Bf16, 32).value(),
+              p.kernel_time(2.0 * 8449 * 512 * k, Bytes(bytes), rc::DType::Bf16).value(), 1e-15);
+}
+
+TEST(Profile, GemmBlockNeedsSourcesAndWholeNumbers)
+{
+  const std::string kernel = "kernel:\n  launch_overhead_us: 4\n  memory_bandwidth_GBps: 3350\n"
+                             "  memory_efficiency: 0.9\n  source: {launch_overhead_us: a, memory_bandwidth_GBps: b, "
+                             "memory_efficiency: c}\n";
+  const std::string ok = kMinimal + kernel + "  gemm:\n    tile_m: 256\n    tile_n: 128\n    sms: 132\n"
+                                             "    source: {tile: guide, sms: datasheet}\n";
+  const auto p = rc::parse_profile(ok, "ok.yaml");
+  ASSERT_TRUE(p.kernel && p.kernel->gemm);
+  EXPECT_EQ(p.kernel->gemm->tile_m, 256);
+  EXPECT_EQ(p.kernel->gemm->tile_n, 128);
+  EXPECT_EQ(p.kernel->gemm->sms, 132);
+  EXPECT_EQ(p.kernel->gemm->sms_source, "datasheet");
+  expect_error_at(replaced(ok, "    sms: 132\n", "    sms: 0\n"), line_of(ok, "    sms: 132"), "outside 1..");
+  expect_error_at(replaced(ok, "source: {tile: guide, sms: datasheet}", "source: {tile: guide}"),
+                  line_of(ok, "source: {tile: guide"), "'sms' has no source");
+  // A missing key is reported at its map, whose first key (yaml-cpp's mark of a block map) is tile_m.
+  expect_error_at(replaced(ok, "    tile_n: 128\n", ""), line_of(ok, "    tile_m: 256"), "tile_n");
 }
 
 TEST(Profile, MinimalFileIsValid)

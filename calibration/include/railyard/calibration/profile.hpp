@@ -6,6 +6,7 @@
 //   link(kind)                         latency and per-direction bandwidth of nvlink / pcie / network
 //   collective_time(call, link, n)     time of one collective at a size, from the fitted pieces
 //   kernel_time(flops, bytes, dtype)   roofline time of a compute kernel
+//   gemm_time(m, n, k, batch, ...)     a GEMM by its output tiles and waves over the SMs (roofline without `gemm:`)
 #pragma once
 
 #include "railyard/calibration/digest.hpp"
@@ -78,8 +79,27 @@ struct ComputeParams {
   std::optional<FitRecord> fit;
 };
 
+/// How GEMMs fill the GPU (NVIDIA, "Matrix Multiplication Background User's Guide", section "Dimension Quantization
+/// Effects"): the output is cut into tile_m x tile_n tiles, one thread block each; the SMs run one tile each at a
+/// time, so a GEMM takes ceil(tiles / SMs) waves of one tile's time. A tile of depth k takes 2 tile_m tile_n k /
+/// (peak x efficiency / SMs): a GEMM whose tiles fill every wave runs at the compute entry's efficiency.
+struct GemmTiling {
+  int tile_m = 0, tile_n = 0; ///< output tile of one thread block
+  std::string tile_source;
+  int sms = 0; ///< streaming multiprocessors of the GPU
+  std::string sms_source;
+  int line = 0; ///< line of the `gemm:` block; 0 when built in memory
+
+  /// Tiles of a [m x n] output, `batch` times, with the tile laid either way (cuBLAS has kernels of both, e.g.
+  /// 256x128 and 128x256); the fewer.
+  [[nodiscard]] double tiles(double m, double n, double batch) const;
+  /// ceil(tiles / (sms - sms_taken)): waves on the SMs left when `sms_taken` run other kernels (NCCL's blocks).
+  [[nodiscard]] double waves(double m, double n, double batch, int sms_taken = 0) const;
+};
+
 /// Roofline: time = max(flops / (peak_flops * efficiency), bytes / (memory_bandwidth * memory_efficiency))
 ///                  + launch_overhead.
+/// With `gemm`, a GEMM's compute term is waves x tile time instead (GemmTiling).
 struct KernelModel {
   Seconds launch_overhead{0};
   std::string launch_overhead_source;
@@ -89,6 +109,7 @@ struct KernelModel {
   std::string memory_efficiency_source;
   std::optional<FitRecord> memory_fit;
   std::vector<ComputeParams> compute;
+  std::optional<GemmTiling> gemm;
 
   [[nodiscard]] const ComputeParams* compute_for(DType t) const;
 };
@@ -120,6 +141,11 @@ struct Profile {
   /// Roofline time; InputError naming the profile when it has no kernel model or no efficiency for `dtype` while
   /// `flops` > 0.
   [[nodiscard]] Seconds kernel_time(double flops, Bytes bytes, DType dtype) const;
+  /// A GEMM C[m x n] = A[m x k] B[k x n], `batch` times, moving `bytes`: with a `gemm:` block, launch overhead +
+  /// max(waves x tile time, memory time), on the SMs that `sms_taken` leave (GemmTiling); without one,
+  /// kernel_time(2 m n k batch, bytes, dtype) (sms_taken then changes nothing).
+  [[nodiscard]] Seconds gemm_time(double m, double n, double k, double batch, Bytes bytes, DType dtype,
+                                  int sms_taken = 0) const;
 };
 
 /// Reads and validates; InputError with file, line, field, rule and fix on anything malformed: unknown or missing
