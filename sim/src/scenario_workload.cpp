@@ -67,7 +67,7 @@ void parse_megatron(const YamlNode& node, WorkloadSpec& w)
   c.where[""] = node.where();
   const YamlNode model = node.at("model");
   model.expect_keys({"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "gated_mlp", "seq_length", "vocab",
-                     "experts", "top_k", "moe_ffn_hidden", "flash_attention", "name"});
+                     "experts", "top_k", "moe_ffn_hidden", "flash_attention", "tied_embeddings", "name"});
   note_where(c, model, "model");
   c.model.layers = positive_int(model, "layers", 0);
   c.model.hidden = positive_int(model, "hidden", 0);
@@ -81,11 +81,12 @@ void parse_megatron(const YamlNode& node, WorkloadSpec& w)
   c.model.top_k = positive_int(model, "top_k", 0, 0);
   c.model.moe_ffn_hidden = positive_int(model, "moe_ffn_hidden", 0, 0);
   c.model.flash_attention = model.bool_or("flash_attention", true);
+  c.model.tied_embeddings = model.bool_or("tied_embeddings", false);
   for (const char* k : {"layers", "hidden", "heads", "seq_length", "vocab"})
     (void)model.at(k);
   if (auto p = node.get("parallel")) {
     p->expect_keys({"tp", "pp", "dp", "cp", "ep", "virtual_stages", "sequence_parallel", "zero", "bucket_params",
-                    "overlap_param_gather"});
+                    "overlap_param_gather", "blocking_p2p", "scatter_gather_p2p"});
     note_where(c, *p, "parallel");
     if (auto z = p->get("zero")) c.where["parallel.zero"] = z->where();
     c.parallel.tp = positive_int(*p, "tp", 1);
@@ -98,6 +99,8 @@ void parse_megatron(const YamlNode& node, WorkloadSpec& w)
     c.parallel.zero_stage = positive_int(*p, "zero", 1, 0);
     if (auto b = p->get("bucket_params")) c.parallel.bucket_params = b->as_double();
     c.parallel.overlap_param_gather = p->bool_or("overlap_param_gather", false);
+    c.parallel.blocking_p2p = p->bool_or("blocking_p2p", true);
+    c.parallel.scatter_gather_p2p = p->bool_or("scatter_gather_p2p", true);
   }
   const YamlNode t = node.at("training");
   t.expect_keys({"micro_batch", "global_batch", "recompute", "dtype", "grad_dtype"});
