@@ -4,6 +4,7 @@
 #include "railyard/calibration/datasheets.hpp"
 #include "railyard/calibration/nccl_tests_log.hpp"
 #include "railyard/common/error.hpp"
+#include "railyard/models/nccl_tuning.hpp"
 
 #include <fmt/format.h>
 
@@ -64,12 +65,37 @@ std::pair<LinkKind, std::string> intra_node_link_for(const std::string& gpu_mode
           fmt::format("single node; the GPU name '{}' does not name a PCIe part, so NVLink is assumed", gpu_model)};
 }
 
-// NCCL_ALGO / NCCL_PROTO forced to one value: "Ring" forces, "Ring,Tree" or "^NVLS" only restricts (auto).
-template <class T, class Parse>
-std::optional<T> forced(const std::string& env, Parse parse)
+// NCCL_ALGO / NCCL_PROTO as the log shows them, in NCCL's own syntax (parseList in src/graph/tuning.cc, read by
+// models::NcclOverrides::parse: "Ring", "^NVLS", "ring;allreduce:tree,nvls"), resolved for the log's collective:
+// when exactly one algorithm (protocol) is left enabled for it the run was forced to it; when more are left the
+// variable only restricted NCCL's choice (auto). A name NCCL does not know is refused, as NCCL refuses it.
+std::optional<models::Algorithm> forced_algorithm(const std::string& env, CollectiveKind kind,
+                                                  const InputLocation& where)
 {
-  if (env.empty() || env.find(',') != std::string::npos || env.find('^') != std::string::npos) return std::nullopt;
-  return parse(env);
+  if (env.empty()) return std::nullopt;
+  const auto overrides = models::NcclOverrides::parse(env, std::nullopt, where);
+  std::optional<models::Algorithm> only;
+  for (int a = 0; a < models::kNcclAlgorithms; ++a) {
+    const auto algo = static_cast<models::Algorithm>(a);
+    if (!overrides.algorithm_allowed(kind, algo)) continue;
+    if (only) return std::nullopt;
+    only = algo;
+  }
+  return only;
+}
+
+std::optional<models::Protocol> forced_protocol(const std::string& env, CollectiveKind kind, const InputLocation& where)
+{
+  if (env.empty()) return std::nullopt;
+  const auto overrides = models::NcclOverrides::parse(std::nullopt, env, where);
+  std::optional<models::Protocol> only;
+  for (int p = 0; p < models::kNcclProtocols; ++p) {
+    const auto proto = static_cast<models::Protocol>(p);
+    if (overrides.protocol_enable(kind, proto) == models::NcclEnable::Off) continue;
+    if (only) return std::nullopt;
+    only = proto;
+  }
+  return only;
 }
 
 // "all_reduce_ring_ll128.log": algorithm and protocol named in a file name's tokens.
@@ -251,8 +277,10 @@ private:
     note_gpu(model, file, "Rank lines", log.ranks.empty() ? 0 : log.ranks.front().line);
     note_nccl(log.nccl_version, file, log.nccl_tests_version.empty() ? "NCCL version line" : "nccl-tests header");
 
-    std::optional<models::Algorithm> algo = forced<models::Algorithm>(log.algo_env, models::algorithm_from_string);
-    std::optional<models::Protocol> proto = forced<models::Protocol>(log.proto_env, models::protocol_from_string);
+    std::optional<models::Algorithm> algo =
+        forced_algorithm(log.algo_env, *log.collective, {file, log.algo_env_line, "NCCL_ALGO"});
+    std::optional<models::Protocol> proto =
+        forced_protocol(log.proto_env, *log.collective, {file, log.proto_env_line, "NCCL_PROTO"});
     std::optional<models::Algorithm> name_algo;
     std::optional<models::Protocol> name_proto;
     hints_from_file_name(file, name_algo, name_proto);

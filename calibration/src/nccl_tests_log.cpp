@@ -118,8 +118,10 @@ public:
   void scan_anywhere(const std::string& line, int lineno)
   {
     static const std::regex version_re(R"(NCCL version (\d+\.\d+\.\d+))");
-    static const std::regex algo_re(R"(NCCL_ALGO(?:=| set by environment to )\s*([A-Za-z0-9_,^]+))");
-    static const std::regex proto_re(R"(NCCL_PROTO(?:=| set by environment to )\s*([A-Za-z0-9_,^]+))");
+    // NCCL's syntax (parseList, src/graph/tuning.cc): names, ',' '^', and per-function sections "allreduce:tree"
+    // separated by ';'. The whole value is kept; calibrate resolves it for the log's collective.
+    static const std::regex algo_re(R"(NCCL_ALGO(?:=| set by environment to )\s*([A-Za-z0-9_,^:;]+))");
+    static const std::regex proto_re(R"(NCCL_PROTO(?:=| set by environment to )\s*([A-Za-z0-9_,^:;]+))");
     std::smatch m;
     if (nccl_from_library_.empty() && std::regex_search(line, m, version_re)) log_.nccl_version = m[1];
     if (std::regex_search(line, m, algo_re) && log_.algo_env.empty()) {

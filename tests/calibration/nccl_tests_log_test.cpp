@@ -1,5 +1,6 @@
 // The nccl-tests log reader on fixtures of several nccl-tests versions (tests/calibration/data, made by us from the
 // printing code of each version; see make_fixtures.py there) and on the bad inputs a user can hand it.
+#include "railyard/calibration/calibrate.hpp"
 #include "railyard/calibration/digest.hpp"
 #include "railyard/calibration/nccl_tests_log.hpp"
 #include "railyard/common/error.hpp"
@@ -7,11 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace rc = railyard::calibration;
 using railyard::InputError;
@@ -374,4 +379,74 @@ TEST(NcclTestsLog, TwoRunsInOneFile)
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().line, 3);
   }
+}
+
+// NCCL_ALGO / NCCL_PROTO in NCCL's own syntax (parseList in NVIDIA/nccl src/graph/tuning.cc): the first section
+// applies to every function, a later "function:list" section replaces it for that function, and '^' excludes. The
+// reader keeps the whole value as NCCL printed it; calibrate resolves it for the log's collective (all_reduce): one
+// algorithm left enabled for all_reduce forces it, more than one only restricts NCCL's choice (no algorithm label).
+TEST(NcclTestsLog, PerFunctionAlgorithmSyntaxIsResolvedForTheLogsCollective)
+{
+  using railyard::models::Algorithm;
+  using railyard::models::Protocol;
+  namespace fs = std::filesystem;
+  const std::string fixture = rc::read_text_file(data("nccl_tests_2.13_all_reduce_h100_ring.log"));
+  const std::string algo_line = "NCCL_ALGO set by environment to Ring";
+  const auto at = fixture.find(algo_line);
+  ASSERT_NE(at, std::string::npos);
+  const auto line_start = fixture.rfind('\n', at) + 1;
+  const std::string info_prefix = fixture.substr(line_start, at - line_start); // "h100-a:3301:3318 [0] NCCL INFO "
+  const fs::path dir = fs::temp_directory_path() / ("railyard_nccl_algo_syntax_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+
+  struct Case {
+    std::string algo, proto;
+    std::optional<Algorithm> algorithm;
+    std::optional<Protocol> protocol;
+  };
+  const Case cases[] = {
+      // all_reduce's own section wins over the first one: Ring (the first section alone would say Tree).
+      {"tree;allreduce:ring", "", Algorithm::Ring, std::nullopt},
+      // Only all_reduce restricted, to Ring; the other functions keep every algorithm.
+      {"allreduce:ring", "", Algorithm::Ring, std::nullopt},
+      // Two algorithms left for all_reduce (Tree, NVLS): a restriction, not a forced algorithm.
+      {"ring;allreduce:tree,nvls", "", std::nullopt, std::nullopt},
+      // A section for another function leaves all_reduce with the first section's Tree.
+      {"tree;allgather:ring", "", Algorithm::Tree, std::nullopt},
+      // Protocols the same way: all_reduce's section leaves LL128 alone; "^LL" leaves two (LL128, Simple).
+      {"ring", "^LL;allreduce:LL128", Algorithm::Ring, Protocol::LL128},
+      {"ring", "^LL", Algorithm::Ring, std::nullopt},
+  };
+  for (const auto& c : cases) {
+    std::string text = fixture;
+    std::string env_lines = algo_line.substr(0, algo_line.size() - 4) + c.algo;
+    if (!c.proto.empty()) env_lines += "\n" + info_prefix + "NCCL_PROTO set by environment to " + c.proto;
+    text.replace(at, algo_line.size(), env_lines);
+    const std::string path = (dir / "all_reduce_perf.log").string(); // names no algorithm or protocol
+    std::ofstream(path) << text;
+    SCOPED_TRACE("NCCL_ALGO=" + c.algo + " NCCL_PROTO=" + c.proto);
+    const auto log = rc::parse_nccl_tests_log(path);
+    EXPECT_EQ(log.algo_env, c.algo);
+    EXPECT_EQ(log.proto_env, c.proto);
+    const auto profile = rc::calibrate({path}, {}).profile;
+    ASSERT_EQ(profile.collectives.size(), 1u);
+    EXPECT_EQ(profile.collectives[0].algorithm, c.algorithm);
+    EXPECT_EQ(profile.collectives[0].protocol, c.protocol);
+  }
+
+  // A name NCCL does not know is refused as NCCL refuses it, at the log's line that shows it.
+  std::string bad = fixture;
+  bad.replace(at, algo_line.size(), "NCCL_ALGO set by environment to allreduce:rings");
+  const std::string path = (dir / "all_reduce_perf.log").string();
+  std::ofstream(path) << bad;
+  try {
+    (void)rc::calibrate({path}, {});
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, path);
+    EXPECT_EQ(e.where().line, line_number_of(path, std::regex("NCCL_ALGO set by environment")));
+    EXPECT_EQ(e.where().field, "NCCL_ALGO");
+    EXPECT_NE(std::string(e.what()).find("rings"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
