@@ -221,8 +221,8 @@ GemmTiling read_gemm(const YamlNode& n)
 
 KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
 {
-  n.expect_keys({"launch_overhead_us", "memory_bandwidth_GBps", "memory_efficiency", "source", "memory_fit", "compute",
-                 "gemm"});
+  n.expect_keys(
+      {"launch_overhead_us", "memory_bandwidth_GBps", "memory_efficiency", "source", "memory_fit", "compute", "gemm"});
   KernelModel k;
   k.launch_overhead = units::us(read_number(n.at("launch_overhead_us"), Bound::NonNegative));
   k.memory_bandwidth = units::GBps(read_number(n.at("memory_bandwidth_GBps"), Bound::Positive));

@@ -347,8 +347,9 @@ TEST(Profile, GemmBlockNeedsSourcesAndWholeNumbers)
   const std::string kernel = "kernel:\n  launch_overhead_us: 4\n  memory_bandwidth_GBps: 3350\n"
                              "  memory_efficiency: 0.9\n  source: {launch_overhead_us: a, memory_bandwidth_GBps: b, "
                              "memory_efficiency: c}\n";
-  const std::string ok = kMinimal + kernel + "  gemm:\n    tile_m: 256\n    tile_n: 128\n    sms: 132\n"
-                                             "    source: {tile: guide, sms: datasheet}\n";
+  const std::string ok = kMinimal + kernel +
+                         "  gemm:\n    tile_m: 256\n    tile_n: 128\n    sms: 132\n"
+                         "    source: {tile: guide, sms: datasheet}\n";
   const auto p = rc::parse_profile(ok, "ok.yaml");
   ASSERT_TRUE(p.kernel && p.kernel->gemm);
   EXPECT_EQ(p.kernel->gemm->tile_m, 256);

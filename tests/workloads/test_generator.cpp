@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace railyard;
 using namespace railyard::workloads;
@@ -137,10 +138,11 @@ TEST(Generator, MixtureOfExpertsFlopsAndAllToAllCounts)
 //  After the last backward, one all-reduce of the layernorm gradients (sequence parallelism).
 //  DP (ZeRO-1, one bucket): one gradient reduce-scatter and one parameter all-gather per step.
 //  PP: one send and one receive per micro-batch.
-//  Compute ops per layer: forward ln1, qkv, attention, proj, dropout-add, ln2, fc1, act, fc2, dropout-add (10);
-//  backward dropout-add, fc2 dgrad/wgrad, act, fc1 dgrad/wgrad, ln2, dropout-add, proj dgrad/wgrad, attention,
-//  qkv dgrad/wgrad, ln1 (14); embedding 1 + 1; LM head 3 + 4; Megatron's step: zero grad buffer, grad norm, Adam,
-//  copy to the model's parameters (4).
+//  Compute ops per layer: forward ln1, qkv, qkv bias, attention, proj, dropout-add, ln2, fc1, act, fc2, dropout-add
+//  (11); backward dropout-add, fc2 bias grad, fc2 dgrad/wgrad, act, fc1 bias grad, fc1 dgrad/wgrad, ln2, residual
+//  grad add, dropout-add, proj bias grad, proj dgrad/wgrad, attention, qkv dgrad/wgrad, qkv bias grad, ln1, residual
+//  grad add (20); embedding 1 + 1; LM head 3 + 4; Megatron's step: zero grad buffer, grad norm, Adam, copy to the
+//  model's parameters (4).
 TEST(Generator, OpCountsPerRankMatchTheLayerStructure)
 {
   const MegatronConfig c = small_gpt();
@@ -159,16 +161,16 @@ TEST(Generator, OpCountsPerRankMatchTheLayerStructure)
   EXPECT_EQ(a.recv, m);
   EXPECT_EQ(z.send, m);
   EXPECT_EQ(z.recv, m);
-  EXPECT_EQ(a.compute, m * (layers * 24 + 2) + 4);
-  EXPECT_EQ(z.compute, m * (layers * 24 + 7) + 4);
+  EXPECT_EQ(a.compute, m * (layers * 31 + 2) + 4);
+  EXPECT_EQ(z.compute, m * (layers * 31 + 7) + 4);
   // Full recomputation repeats each layer's forward, with its 4 TP collectives; selective only the attention core.
   MegatronConfig f = c;
   f.training.recompute = Recompute::Full;
   Counts af = counts_of(generate_megatron(f, 8), first);
   EXPECT_EQ(af.collectives[GroupKind::TP], m * (layers * 14 + 2) + 1);
-  EXPECT_EQ(af.compute, m * (layers * 34 + 2) + 4);
+  EXPECT_EQ(af.compute, m * (layers * (31 + 11) + 2) + 4);
   f.training.recompute = Recompute::Selective;
-  EXPECT_EQ(counts_of(generate_megatron(f, 8), first).compute, m * (layers * 25 + 2) + 4);
+  EXPECT_EQ(counts_of(generate_megatron(f, 8), first).compute, m * (layers * 32 + 2) + 4);
   // Without sequence parallelism: 2 all-reduces forward and 2 backward per layer; no layernorm all-reduce; each
   // gradient the first stage receives is all-gathered over TP (scatter/gather p2p, one per micro-batch).
   MegatronConfig n = c;
@@ -344,4 +346,107 @@ TEST(Generator, RefusesLayoutsThatDoNotFitAndNamesTheField)
   v.training.global_batch = 12; // 3 micro-batches: not a multiple of pp 2
   v.model.layers = 8;
   EXPECT_EQ(refused_field(v, 8), "training.global_batch");
+}
+
+// Every GEMM carries its shape for the kernel model's tile and wave count, in Megatron's terms: the 22B layer of
+// Korthikanti et al. 2022 (h 6144, 64 heads, s 2048, micro-batch 4, TP 8, no sequence parallelism) has T = b s = 8192
+// tokens; QKV is [T x 3h/tp] over h, its data gradient [T x h] over 3h/tp, its weight gradient [h x 3h/tp] over T;
+// the scores are b a/tp = 32 products [s x s] over h/a = 96. Each shape's 2 m n k batch is the op's FLOPs, and every
+// compute op with FLOPs is a GEMM when attention is not fused.
+TEST(Generator, GemmsCarryTheirShapes)
+{
+  MegatronConfig c;
+  c.model.layers = 2;
+  c.model.hidden = 6144;
+  c.model.heads = 64;
+  c.model.seq_length = 2048;
+  c.model.vocab = 51200;
+  c.model.flash_attention = false;
+  c.parallel.tp = 8;
+  c.parallel.sequence_parallel = false;
+  c.training.micro_batch = 4;
+  c.training.global_batch = 4;
+  c.training.recompute = Recompute::Full;
+  const Workload w = generate_megatron(c, 8);
+  const RankGraph& g = w.graph_of(0);
+  std::map<std::string, GemmShape> by_name;
+  int gemms = 0;
+  for (OpId i = 0; i < g.size(); ++i) {
+    const Op& op = g.op(i);
+    const auto shape = g.gemm(i);
+    if (op.kind == OpKind::Compute && op.flops > 0) {
+      ASSERT_TRUE(shape) << g.name(i) << " has FLOPs but no GEMM shape";
+      EXPECT_DOUBLE_EQ(shape->flops(), op.flops) << g.name(i);
+      ++gemms;
+      by_name[g.name(i)] = *shape;
+    } else {
+      EXPECT_FALSE(shape) << g.name(i);
+    }
+  }
+  // Per layer: forward qkv, scores, context, proj, fc1, fc2 (6), its recomputation (6), backward 4 linears x 2 and
+  // 4 attention products (12); plus the logits forward, dgrad, wgrad.
+  EXPECT_EQ(gemms, 2 * (6 + 6 + 12) + 3);
+  auto expect_shape = [&](const std::string& name, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                          std::uint32_t batch) {
+    ASSERT_TRUE(by_name.count(name)) << name;
+    const GemmShape s = by_name[name];
+    EXPECT_EQ(std::tie(s.m, s.n, s.k, s.batch), std::tie(m, n, k, batch)) << name;
+  };
+  const std::uint32_t T = 4 * 2048, h = 6144, tp = 8;
+  expect_shape("L0 fwd qkv", T, 3 * h / tp, h, 1);
+  expect_shape("L0 bwd qkv dgrad", T, h, 3 * h / tp, 1);
+  expect_shape("L0 bwd qkv wgrad", h, 3 * h / tp, T, 1);
+  expect_shape("L0 fwd proj", T, h, h / tp, 1);
+  expect_shape("L0 fwd fc1", T, 4 * h / tp, h, 1);
+  expect_shape("L0 bwd fc2 wgrad", 4 * h / tp, h, T, 1);
+  expect_shape("L0 fwd attention scores", 2048, 2048, 96, 32);
+  expect_shape("L0 fwd attention over values", 2048, 96, 2048, 32);
+  expect_shape("L0 bwd attention over values grad probs", 2048, 2048, 96, 32);
+  expect_shape("L0 bwd attention scores grad keys", 2048, 96, 2048, 32);
+  expect_shape("logits", T, 51200 / tp, h, 1);
+  expect_shape("logits wgrad", h, 51200 / tp, T, 1);
+  validate(w); // also checks every shape against its op's FLOPs
+}
+
+// The memory-bound kernels of one layer (Megatron 2022, no fused attention, 2-byte activations, 1-byte dropout masks),
+// counted kernel by kernel as bytes read + written, in units of s b h (tokens x hidden) and a s^2 b (score elements):
+//  forward: ln1 reads x, writes y (4); qkv bias reads and writes the 3h-wide output (12); softmax reads the scores,
+//  writes the probabilities (4 as^2b); attention dropout reads them, writes the output and the mask (5 as^2b);
+//  context transpose reads and writes the context (4); bias-dropout-add reads the projection and the residual,
+//  writes the sum and the mask (7); ln2 (4); bias-gelu reads and writes the 4h-wide activation (16);
+//  bias-dropout-add (7): 54 sbh + 9 as^2b.
+//  backward: dropout-add reads the gradient and the mask, writes the gradient (5); fc2 bias grad reads it (2);
+//  gelu backward reads the gradient and its input, writes the gradient, 4h wide (24); fc1 bias grad (8); ln2 reads
+//  the gradient and its input, writes the gradient (6); residual grad add (6); dropout-add (5); proj bias grad (2);
+//  context transpose (4); attention dropout (5 as^2b); softmax reads the gradient and its output, writes the
+//  gradient (6 as^2b); qkv bias grad reads the 3h-wide gradient (6); ln1 (6); residual grad add (6):
+//  80 sbh + 11 as^2b.
+// Every activation Korthikanti et al. 2022 (section 4.1) count in 34 sbh + 5 as^2b is written by one of these
+// kernels or a GEMM: the layernorm outputs, Q/K/V (qkv bias), the softmax output (2 as^2b), the dropout mask (as^2b)
+// and output (2 as^2b), the projection's dropout mask (sbh), the gelu output (8 sbh), the MLP's dropout mask (sbh).
+TEST(Generator, MemoryBoundKernelsOfALayerMoveTheirTensors)
+{
+  MegatronConfig c;
+  c.model.layers = 1;
+  c.model.hidden = 256;
+  c.model.heads = 8;
+  c.model.seq_length = 128;
+  c.model.vocab = 1024;
+  c.model.flash_attention = false;
+  c.parallel.tp = 1;
+  c.training.micro_batch = 2;
+  c.training.global_batch = 2;
+  c.training.recompute = Recompute::None;
+  const Workload w = generate_megatron(c, 1);
+  const RankGraph& g = w.graph_of(0);
+  double fwd = 0, bwd = 0;
+  for (OpId i = 0; i < g.size(); ++i) {
+    const Op& op = g.op(i);
+    if (op.kind != OpKind::Compute || op.flops > 0) continue;
+    if (g.name(i).rfind("L0 fwd ", 0) == 0) fwd += op.bytes.value();
+    if (g.name(i).rfind("L0 bwd ", 0) == 0) bwd += op.bytes.value();
+  }
+  const double sbh = 128.0 * 2 * 256, as2b = 8.0 * 128 * 128 * 2;
+  EXPECT_DOUBLE_EQ(fwd, 54 * sbh + 9 * as2b);
+  EXPECT_DOUBLE_EQ(bwd, 80 * sbh + 11 * as2b);
 }

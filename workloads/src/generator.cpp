@@ -305,11 +305,44 @@ private:
   {
     return compute(name, 0, bytes, deps);
   }
+  // A GEMM C[m x n] = A[m x k] B[k x n], `batch` times: 2 m n k batch FLOPs, and its shape for the kernel model's
+  // tile and wave count.
+  OpId gemm(const std::string& name, GemmShape g, double bytes, std::initializer_list<OpId> deps = {})
+  {
+    const OpId id = compute(name, g.flops(), bytes, deps);
+    b_.set_gemm(id, g);
+    return id;
+  }
+  // Backward of a linear layer whose forward is Y[m x n] = X[m x k] W[k x n]: the data gradient dX = dY W^T is
+  // [m x k] over n, the weight gradient dW = X^T dY is [k x n] over m.
+  static GemmShape dgrad_of(GemmShape f) { return {f.m, f.k, f.n, f.batch}; }
+  static GemmShape wgrad_of(GemmShape f) { return {f.k, f.n, f.m, f.batch}; }
   OpId coll(CollectiveKind k, int slot, double bytes, const std::string& name, StreamId stream = kCompute,
             std::initializer_list<OpId> deps = {})
   {
     return add(Op::make_collective(k, Bytes(bytes), slot, -1, stream), name, deps);
   }
+  // A GEMM dimension: a whole number of elements by the layout's divisibility rules (resolve_layout).
+  static std::uint32_t dim(double v) { return static_cast<std::uint32_t>(std::llround(v)); }
+  static GemmShape shape(double m, double n, double k, double batch = 1)
+  {
+    return {dim(m), dim(n), dim(k), dim(batch)};
+  }
+  // The layer's linear layers as one TP rank runs them (forward, tokens x output x input).
+  GemmShape qkv_shape() const { return shape(z_.T, (z_.h + 2 * z_.kvd) / z_.tp, z_.h); }
+  GemmShape proj_shape() const { return shape(z_.T, z_.h, z_.h / z_.tp); }
+  GemmShape fc1_shape() const { return shape(z_.T, z_.f * z_.m1 / z_.tp, z_.h); }
+  GemmShape fc2_shape() const { return shape(z_.T, z_.h, z_.f / z_.tp); }
+  GemmShape logits_shape() const { return shape(z_.T, z_.V / z_.tp, z_.h); }
+  // MoE: the rank's tokens routed to its experts, as one GEMM of tok rows (balanced routing).
+  GemmShape router_shape() const { return shape(z_.Tsp, z_.X, z_.h); }
+  GemmShape expert_fc1_shape() const { return shape(z_.Tsp * z_.k, z_.fe * z_.m1, z_.h); }
+  GemmShape expert_fc2_shape() const { return shape(z_.Tsp * z_.k, z_.h, z_.fe); }
+  // Attention without fusion: per (sequence, local head), scores Q K^T = [S x s] over the head size h/a, and the
+  // context P V = [S x h/a] over s (torch.baddbmm and torch.bmm in Megatron's CoreAttention).
+  double heads_batch() const { return z_.b * z_.a / z_.tp; }
+  GemmShape scores_shape() const { return shape(z_.S, z_.s, z_.h / z_.a, heads_batch()); }
+  GemmShape context_shape() const { return shape(z_.S, z_.h / z_.a, z_.s, heads_batch()); }
   bool has_tp() const { return L_.tp > 1; }
   bool has_cp() const { return L_.cp > 1; }
   bool has_ep() const { return z_.moe && L_.ep > 1; }
@@ -483,29 +516,31 @@ private:
     const double Ttp = z_.T / z_.tp;
     compute_waiting(P + "ln1", 0, 2 * z_.Tsp * z_.h * z_.E);
     if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, P + "tp all-gather");
-    compute(P + "qkv", 2 * z_.T * z_.h * (z_.h + 2 * z_.kvd) / z_.tp,
-            z_.E * (z_.T * z_.h + z_.h * (z_.h + 2 * z_.kvd) / z_.tp + z_.T * (z_.h + 2 * z_.kvd) / z_.tp));
+    gemm(P + "qkv", qkv_shape(),
+         z_.E * (z_.T * z_.h + z_.h * (z_.h + 2 * z_.kvd) / z_.tp + z_.T * (z_.h + 2 * z_.kvd) / z_.tp));
+    // The QKV layer adds its bias in a kernel of its own (Megatron's column-parallel linear, skip_bias_add=False:
+    // `output = output + bias`), reading and writing its output; the other linears fuse theirs into bias-gelu and
+    // bias-dropout-add.
+    mem(P + "qkv bias", 2 * z_.T * (z_.h + 2 * z_.kvd) / z_.tp * z_.E);
     emit_attention_core(P, true);
-    compute(P + "proj", 2 * z_.T * z_.h * z_.h / z_.tp, z_.E * (Ttp * z_.h + z_.h * z_.h / z_.tp + z_.T * z_.h));
+    gemm(P + "proj", proj_shape(), z_.E * (Ttp * z_.h + z_.h * z_.h / z_.tp + z_.T * z_.h));
     tp_reduce(P, z_.T * z_.h * z_.E);
     mem(P + "dropout-add", z_.Tsp * z_.h * (3 * z_.E + 1));
     mem(P + "ln2", 2 * z_.Tsp * z_.h * z_.E);
     if (z_.moe) {
       const double tok = z_.Tsp * z_.k;
-      compute(P + "router", 2 * z_.Tsp * z_.h * z_.X, z_.E * (z_.Tsp * z_.h + z_.h * z_.X + z_.Tsp * z_.X));
+      gemm(P + "router", router_shape(), z_.E * (z_.Tsp * z_.h + z_.h * z_.X + z_.Tsp * z_.X));
       if (has_ep()) coll(CollectiveKind::AllToAll, kEp, tok * z_.h * z_.E, P + "ep dispatch all-to-all");
-      compute(P + "expert fc1", 2 * tok * z_.h * z_.fe * z_.m1,
-              z_.E * (tok * z_.h + (z_.X / z_.ep) * z_.h * z_.fe * z_.m1 + tok * z_.fe * z_.m1));
+      gemm(P + "expert fc1", expert_fc1_shape(),
+           z_.E * (tok * z_.h + (z_.X / z_.ep) * z_.h * z_.fe * z_.m1 + tok * z_.fe * z_.m1));
       mem(P + "expert act", tok * z_.fe * z_.E * (z_.m1 + 1));
-      compute(P + "expert fc2", 2 * tok * z_.fe * z_.h,
-              z_.E * (tok * z_.fe + (z_.X / z_.ep) * z_.fe * z_.h + tok * z_.h));
+      gemm(P + "expert fc2", expert_fc2_shape(), z_.E * (tok * z_.fe + (z_.X / z_.ep) * z_.fe * z_.h + tok * z_.h));
       if (has_ep()) coll(CollectiveKind::AllToAll, kEp, tok * z_.h * z_.E, P + "ep combine all-to-all");
     } else {
       if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, P + "tp all-gather");
-      compute(P + "fc1", 2 * z_.T * z_.h * z_.f * z_.m1 / z_.tp,
-              z_.E * (z_.T * z_.h + z_.h * z_.f * z_.m1 / z_.tp + z_.T * z_.f * z_.m1 / z_.tp));
+      gemm(P + "fc1", fc1_shape(), z_.E * (z_.T * z_.h + z_.h * z_.f * z_.m1 / z_.tp + z_.T * z_.f * z_.m1 / z_.tp));
       mem(P + "act", Ttp * z_.f * z_.E * (z_.m1 + 1));
-      compute(P + "fc2", 2 * z_.T * z_.f * z_.h / z_.tp, z_.E * (Ttp * z_.f + z_.f * z_.h / z_.tp + z_.T * z_.h));
+      gemm(P + "fc2", fc2_shape(), z_.E * (Ttp * z_.f + z_.f * z_.h / z_.tp + z_.T * z_.h));
       tp_reduce(P, z_.T * z_.h * z_.E);
     }
     mem(P + "dropout-add", z_.Tsp * z_.h * (3 * z_.E + 1));
@@ -535,10 +570,13 @@ private:
       return;
     }
     const double scores = z_.b * heads_tp * z_.S * z_.s; // elements of the score matrix
-    compute(P + "attention scores", core, q_bytes + kv_bytes + scores * z_.E);
+    gemm(P + "attention scores", scores_shape(), q_bytes + kv_bytes + scores * z_.E);
     mem(P + "softmax", 2 * scores * z_.E);
     mem(P + "attention dropout", scores * (2 * z_.E + 1));
-    compute(P + "attention over values", core, scores * z_.E + kv_bytes + q_bytes);
+    gemm(P + "attention over values", context_shape(), scores * z_.E + kv_bytes + q_bytes);
+    // [b, heads, s, h/a] -> [s, b, heads, h/a]: Megatron's CoreAttention `context_layer.permute(2, 0, 1,
+    // 3).contiguous()`, a copy of the context.
+    mem(P + "context transpose", 2 * q_bytes);
   }
 
   void emit_forward(int mb, int chunk)
@@ -580,7 +618,7 @@ private:
     const double Vtp = z_.V / z_.tp;
     compute_waiting("final ln", 0, 2 * z_.Tsp * z_.h * z_.E);
     if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, "lm head tp all-gather");
-    compute("logits", 2 * z_.T * z_.h * Vtp, z_.E * (z_.T * z_.h + z_.h * Vtp + z_.T * Vtp));
+    gemm("logits", logits_shape(), z_.E * (z_.T * z_.h + z_.h * Vtp + z_.T * Vtp));
     mem("cross entropy", z_.T * Vtp * 4 * 3);
     // Vocab-parallel cross entropy: all-reduces of the max logit, the target logit and the sum of exponentials.
     if (has_tp())
@@ -593,28 +631,29 @@ private:
   // the weight gradient while the data gradient runs, and the data gradient is reduce-scattered while the weight
   // gradient runs (Megatron's LinearWithGradAccumulationAndAsyncCommunication); without it, the data gradient is
   // all-reduced asynchronously. Returns the wgrad op.
-  OpId column_backward(const std::string& P, const std::string& name, double flops, double bytes)
+  OpId column_backward(const std::string& P, const std::string& name, GemmShape fwd, double bytes)
   {
     OpId gather = kNone;
     if (z_.sp)
       gather = coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, P + name + " input tp all-gather", kTpAsync,
                     {last_compute_});
-    OpId dgrad = compute(P + name + " dgrad", flops, bytes);
+    OpId dgrad = gemm(P + name + " dgrad", dgrad_of(fwd), bytes);
     OpId reduce = kNone;
     if (has_tp())
       reduce = coll(z_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, kTp, z_.T * z_.h * z_.E,
                     P + name + (z_.sp ? " dgrad tp reduce-scatter" : " dgrad tp all-reduce"), kTpAsync, {dgrad});
-    OpId wgrad = compute(P + name + " wgrad", flops, bytes, {gather});
+    OpId wgrad = gemm(P + name + " wgrad", wgrad_of(fwd), bytes, {gather});
     if (reduce != kNone) pending_.push_back(reduce);
     return wgrad;
   }
 
   // Backward of a row-parallel linear (proj, fc2): the output gradient is all-gathered under sequence parallelism.
-  OpId row_backward(const std::string& P, const std::string& name, double flops, double bytes)
+  OpId row_backward(const std::string& P, const std::string& name, GemmShape fwd, double bytes)
   {
     if (z_.sp) coll(CollectiveKind::AllGather, kTp, z_.T * z_.h * z_.E, P + name + " grad tp all-gather");
-    compute_waiting(P + name + " dgrad", flops, bytes);
-    return compute(P + name + " wgrad", flops, bytes);
+    const GemmShape dg = dgrad_of(fwd);
+    b_.set_gemm(compute_waiting(P + name + " dgrad", dg.flops(), bytes), dg);
+    return gemm(P + name + " wgrad", wgrad_of(fwd), bytes);
   }
 
   void emit_layer_backward(int chunk, int l, bool reduce_grads)
@@ -623,34 +662,45 @@ private:
     const std::string P = fmt::format("L{} bwd ", l);
     const double Ttp = z_.T / z_.tp;
     compute_waiting(P + "dropout-add", 0, z_.Tsp * z_.h * (2 * z_.E + 1));
+    // Bias gradients: a bias broadcast over the tokens has its gradient summed over them, a kernel that reads the
+    // output gradient (autograd's reduction for the biases fused into bias-dropout-add and bias-gelu; grad_output.sum
+    // in the column-parallel linear's backward).
+    if (!z_.moe) mem(P + "fc2 bias grad", z_.Tsp * z_.h * z_.E);
     if (z_.moe) {
       const double tok = z_.Tsp * z_.k;
       if (has_ep()) coll(CollectiveKind::AllToAll, kEp, tok * z_.h * z_.E, P + "ep combine all-to-all");
       const double fc2_bytes = z_.E * (tok * z_.fe + (z_.X / z_.ep) * z_.fe * z_.h + tok * z_.h);
-      compute(P + "expert fc2 dgrad", 2 * tok * z_.fe * z_.h, fc2_bytes);
-      compute(P + "expert fc2 wgrad", 2 * tok * z_.fe * z_.h, fc2_bytes);
+      gemm(P + "expert fc2 dgrad", dgrad_of(expert_fc2_shape()), fc2_bytes);
+      gemm(P + "expert fc2 wgrad", wgrad_of(expert_fc2_shape()), fc2_bytes);
       mem(P + "expert act", tok * z_.fe * z_.E * (z_.m1 + 2));
       const double fc1_bytes = z_.E * (tok * z_.h + (z_.X / z_.ep) * z_.h * z_.fe * z_.m1 + tok * z_.fe * z_.m1);
-      compute(P + "expert fc1 dgrad", 2 * tok * z_.h * z_.fe * z_.m1, fc1_bytes);
-      compute(P + "expert fc1 wgrad", 2 * tok * z_.h * z_.fe * z_.m1, fc1_bytes);
+      gemm(P + "expert fc1 dgrad", dgrad_of(expert_fc1_shape()), fc1_bytes);
+      gemm(P + "expert fc1 wgrad", wgrad_of(expert_fc1_shape()), fc1_bytes);
       if (has_ep()) coll(CollectiveKind::AllToAll, kEp, tok * z_.h * z_.E, P + "ep dispatch all-to-all");
       const double router_bytes = z_.E * (z_.Tsp * z_.h + z_.h * z_.X + z_.Tsp * z_.X);
-      compute(P + "router dgrad", 2 * z_.Tsp * z_.h * z_.X, router_bytes);
-      compute(P + "router wgrad", 2 * z_.Tsp * z_.h * z_.X, router_bytes);
+      gemm(P + "router dgrad", dgrad_of(router_shape()), router_bytes);
+      gemm(P + "router wgrad", wgrad_of(router_shape()), router_bytes);
     } else {
-      row_backward(P, "fc2", 2 * z_.T * z_.f * z_.h / z_.tp, z_.E * (Ttp * z_.f + z_.f * z_.h / z_.tp + z_.T * z_.h));
+      row_backward(P, "fc2", fc2_shape(), z_.E * (Ttp * z_.f + z_.f * z_.h / z_.tp + z_.T * z_.h));
       mem(P + "act", Ttp * z_.f * z_.E * (z_.m1 + 2));
-      column_backward(P, "fc1", 2 * z_.T * z_.h * z_.f * z_.m1 / z_.tp,
+      mem(P + "fc1 bias grad", Ttp * z_.f * z_.m1 * z_.E);
+      column_backward(P, "fc1", fc1_shape(),
                       z_.E * (z_.T * z_.h + z_.h * z_.f * z_.m1 / z_.tp + z_.T * z_.f * z_.m1 / z_.tp));
     }
     compute_waiting(P + "ln2", 0, 3 * z_.Tsp * z_.h * z_.E);
+    // The layernorm's input also feeds the residual connection: autograd adds the two gradients (reads both, writes
+    // the sum).
+    mem(P + "residual grad add", 3 * z_.Tsp * z_.h * z_.E);
     mem(P + "dropout-add", z_.Tsp * z_.h * (2 * z_.E + 1));
-    row_backward(P, "proj", 2 * z_.T * z_.h * z_.h / z_.tp, z_.E * (Ttp * z_.h + z_.h * z_.h / z_.tp + z_.T * z_.h));
+    mem(P + "proj bias grad", z_.Tsp * z_.h * z_.E);
+    row_backward(P, "proj", proj_shape(), z_.E * (Ttp * z_.h + z_.h * z_.h / z_.tp + z_.T * z_.h));
     if (cfg_.training.recompute == Recompute::Selective) emit_attention_core(fmt::format("L{} recompute ", l), false);
     emit_attention_core_backward(P);
-    column_backward(P, "qkv", 2 * z_.T * z_.h * (z_.h + 2 * z_.kvd) / z_.tp,
+    column_backward(P, "qkv", qkv_shape(),
                     z_.E * (z_.T * z_.h + z_.h * (z_.h + 2 * z_.kvd) / z_.tp + z_.T * (z_.h + 2 * z_.kvd) / z_.tp));
-    const OpId ln = compute_waiting(P + "ln1", 0, 3 * z_.Tsp * z_.h * z_.E);
+    mem(P + "qkv bias grad", z_.T * (z_.h + 2 * z_.kvd) / z_.tp * z_.E);
+    compute_waiting(P + "ln1", 0, 3 * z_.Tsp * z_.h * z_.E);
+    const OpId ln = mem(P + "residual grad add", 3 * z_.Tsp * z_.h * z_.E);
     fsdp_reduce(l, layer_params(), ln);
     if (reduce_grads) unit_gradients_ready(chunk, l, ln);
   }
@@ -664,11 +714,19 @@ private:
     if (z_.flash) {
       compute(P + "attention", 4 * core, 2 * (2 * q_bytes + 2 * kv_bytes));
     } else {
+      // The gradient of the permuted context comes back non-contiguous; autograd's view backward copies it.
+      mem(P + "context transpose", 2 * q_bytes);
+      // Each batched product's backward is two: for the context P V, dP = dO V^T ([S x s] over h/a) and
+      // dV = P^T dO ([s x h/a] over S); for the scores Q K^T, dQ = dS K ([S x h/a] over s) and dK = dS^T Q
+      // ([s x h/a] over S).
       const double scores = z_.b * heads_tp * z_.S * z_.s;
-      compute(P + "attention over values", 2 * core, 2 * (scores * z_.E + kv_bytes + q_bytes));
+      const double d = z_.h / z_.a, hb = heads_batch();
+      gemm(P + "attention over values grad probs", shape(z_.S, z_.s, d, hb), scores * z_.E + kv_bytes + q_bytes);
+      gemm(P + "attention over values grad values", shape(z_.s, d, z_.S, hb), scores * z_.E + kv_bytes + q_bytes);
       mem(P + "attention dropout", scores * (2 * z_.E + 1));
       mem(P + "softmax", 3 * scores * z_.E);
-      compute(P + "attention scores", 2 * core, 2 * (q_bytes + kv_bytes + scores * z_.E));
+      gemm(P + "attention scores grad queries", shape(z_.S, d, z_.s, hb), q_bytes + kv_bytes + scores * z_.E);
+      gemm(P + "attention scores grad keys", shape(z_.s, d, z_.S, hb), q_bytes + kv_bytes + scores * z_.E);
     }
     if (has_cp()) coll(CollectiveKind::ReduceScatter, kCp, 2 * kv_bytes, P + "cp dkv reduce-scatter");
   }
@@ -678,8 +736,8 @@ private:
     const double Vtp = z_.V / z_.tp;
     compute_waiting("cross entropy bwd", 0, z_.T * Vtp * 4 * 2);
     const double bytes = z_.E * (z_.T * z_.h + z_.h * Vtp + z_.T * Vtp);
-    compute("logits dgrad", 2 * z_.T * z_.h * Vtp, bytes);
-    compute("logits wgrad", 2 * z_.T * z_.h * Vtp, bytes);
+    gemm("logits dgrad", dgrad_of(logits_shape()), bytes);
+    gemm("logits wgrad", wgrad_of(logits_shape()), bytes);
     if (has_tp())
       coll(z_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, kTp, z_.T * z_.h * z_.E,
            z_.sp ? "lm head tp reduce-scatter" : "lm head tp all-reduce");

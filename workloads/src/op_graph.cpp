@@ -165,6 +165,7 @@ OpId RankGraphBuilder::add(Op op, std::string_view name)
     graph_.measured_duration_s_.push_back(std::numeric_limits<double>::quiet_NaN());
   if (!graph_.measured_start_s_.empty()) graph_.measured_start_s_.push_back(std::numeric_limits<double>::quiet_NaN());
   if (!graph_.issue_s_.empty()) graph_.issue_s_.push_back(std::numeric_limits<double>::quiet_NaN());
+  if (!graph_.gemm_.empty()) graph_.gemm_.emplace_back();
   return id;
 }
 
@@ -195,6 +196,13 @@ void RankGraphBuilder::set_issue_time(OpId op, Seconds at)
   auto& v = graph_.issue_s_;
   if (v.empty()) v.assign(graph_.ops_.size(), std::numeric_limits<double>::quiet_NaN());
   v[op] = at.value();
+}
+
+void RankGraphBuilder::set_gemm(OpId op, GemmShape shape)
+{
+  auto& v = graph_.gemm_;
+  if (v.empty()) v.assign(graph_.ops_.size(), GemmShape{});
+  v[op] = shape;
 }
 
 RankGraph RankGraphBuilder::finish()
@@ -344,6 +352,17 @@ void check_graph(const RankGraph& g, int rank, Problems& p)
     if (auto d = g.measured_duration(i); d && d->value() < 0)
       p.add(g, rank, i, fmt::format("measured duration is {} s; it must be >= 0", d->value()),
             "give a non-negative duration");
+    if (auto gm = g.gemm(i)) {
+      // A kernel model times a GEMM by its shape: the shape must be the op's work.
+      if (op.kind != OpKind::Compute)
+        p.add(g, rank, i, fmt::format("has a GEMM shape but is a {} op", to_string(op.kind)),
+              "give GEMM shapes to compute ops only");
+      else if (std::abs(gm->flops() - op.flops) > 1e-9 * std::max(gm->flops(), op.flops))
+        p.add(g, rank, i,
+              fmt::format("GEMM shape {} x {} x {} (batch {}) is 2 m n k batch = {} FLOPs but the op has {}", gm->m,
+                          gm->n, gm->k, gm->batch, gm->flops(), op.flops),
+              "give the op the FLOPs of its shape");
+    }
   }
   if (p.full()) return;
 

@@ -12,7 +12,8 @@
 // Producers: the trace readers (readers.hpp) and the Megatron-style generator.
 //
 // Memory: one Op is 40 bytes, plus 4 bytes of CSR offset and 4 bytes per dependency; trace-only data (measured
-// times, source node ids) lives in side arrays that generated graphs leave empty. Programs are shared between ranks
+// times, source node ids) lives in side arrays that generated graphs leave empty, and GEMM shapes in one that graphs
+// without GEMM shapes (traces) leave empty. Programs are shared between ranks
 // that run the same thing (all ranks of one pipeline stage, say): an op names a communicator *slot* and a peer *by
 // its rank inside that communicator*, and each rank maps slots to global communicator ids. Readers give every rank
 // its own program and the identity map.
@@ -89,6 +90,16 @@ struct Op {
   static Op make_memcpy(Bytes bytes, StreamId stream);
 };
 
+/// The shape of a compute op that is a (batched) matrix multiplication C[m x n] = A[m x k] B[k x n], `batch` times
+/// (attention's per-head products). A kernel model times it by its output tiles and waves over the SMs
+/// (calibration::KernelModel::gemm); its FLOPs are 2 m n k batch.
+struct GemmShape {
+  std::uint32_t m = 0, n = 0, k = 0;
+  std::uint32_t batch = 0; ///< 0: not a GEMM
+  [[nodiscard]] bool valid() const { return batch > 0; }
+  [[nodiscard]] double flops() const { return 2.0 * m * n * k * batch; }
+};
+
 /// What the per-op source ids of a program are, for error messages.
 enum class SourceKind : std::uint8_t {
   Generated,  ///< no source file: the op id is the id
@@ -109,6 +120,13 @@ public:
   }
   [[nodiscard]] const std::string& name(OpId id) const { return names_[ops_[id].name]; }
   [[nodiscard]] const std::vector<std::string>& names() const { return names_; }
+
+  /// The GEMM shape of a compute op, when it is a GEMM whose shape is known (the generator's); nullopt otherwise.
+  [[nodiscard]] std::optional<GemmShape> gemm(OpId id) const
+  {
+    if (gemm_.empty() || !gemm_[id].valid()) return std::nullopt;
+    return gemm_[id];
+  }
 
   /// Measured by the trace (Kineto start relative to the rank's first event; Chakra/text runtimes).
   [[nodiscard]] std::optional<Seconds> measured_duration(OpId id) const;
@@ -146,6 +164,7 @@ private:
   std::string source_file_;
   SourceKind source_kind_ = SourceKind::Generated;
   std::vector<std::uint64_t> source_ids_; // empty, or one per op
+  std::vector<GemmShape> gemm_;           // empty, or one per op (batch 0 where the op is no GEMM)
   std::map<StreamId, std::string> stream_labels_;
 };
 
@@ -162,6 +181,8 @@ public:
   void set_measured(OpId op, std::optional<Seconds> start, std::optional<Seconds> duration);
   void set_measured_span(Seconds span) { graph_.measured_span_ = span; }
   void set_issue_time(OpId op, Seconds at);
+  /// Marks compute op `op` as a GEMM of this shape (its flops should be shape.flops()).
+  void set_gemm(OpId op, GemmShape shape);
   void set_clock_offset(Seconds offset) { graph_.clock_offset_ = offset; }
   void set_stream_label(StreamId s, std::string label) { graph_.stream_labels_[s] = std::move(label); }
   [[nodiscard]] std::size_t size() const { return graph_.ops_.size(); }
