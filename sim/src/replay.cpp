@@ -123,6 +123,12 @@ struct LaneState {
   bool retry = false;     // a retry at its host launch time is queued
   std::int8_t holds = -1; // what the running op holds in the accounting: kHoldCompute, kHoldBubble, or a group kind
   double start = 0;
+  // A running GEMM whose SMs NCCL may share (event executor): the fraction of its work left at `seg_start`, its
+  // duration at the SM count since then, and a generation that outdates its earlier end events.
+  bool gemm = false;
+  double work_left = 0, seg_start = 0, seg_duration = 0;
+  int sms_taken = 0; // channels it was timed with
+  std::uint32_t gen = 0;
 };
 constexpr std::int8_t kHoldCompute = 100, kHoldBubble = 101;
 
@@ -138,6 +144,7 @@ struct RankRt {
   Acct acct;
   double first_start = kInf, last_end = 0;
   double release_shift = 0; // added to a program issue time to get the simulated release time
+  int nccl_sms = 0;         // event executor: SMs held by this rank's collectives in flight (one per channel)
   bool pipeline = false;
   bool traced = false;
   std::uint64_t ops = 0;
@@ -268,7 +275,28 @@ private:
                                    "no profile with a kernel model to time it",
                                    g.name(i), op.flops, op.bytes.value()),
                        "add 'profile: calibration/profiles/<system>.yaml' to the scenario");
+    if (op.kind == OpKind::Compute)
+      if (const auto gm = g.gemm(i)) return gemm_duration(*gm, op.bytes, 0);
     return profile_->kernel_time(op.flops, Bytes(bytes), opt_.dtype).value();
+  }
+
+  double gemm_duration(const workloads::GemmShape& gm, Bytes bytes, int sms_taken) const
+  {
+    return profile_->gemm_time(gm.m, gm.n, gm.k, gm.batch, bytes, opt_.dtype, sms_taken).value();
+  }
+
+  // NCCL's SMs are modelled when the event loop times GEMMs by waves (a profile with a `gemm:` block).
+  bool share_sms() const
+  {
+    return opt_.nccl_sms && profile_ && profile_->kernel && profile_->kernel->gemm && opt_.comm != CommModel::Flows &&
+           opt_.discrete_events;
+  }
+
+  // SMs a collective's NCCL kernel occupies: one per channel of its lowered schedule.
+  int channels_of(const RankRt& rt, OpId op_id, const Op& op, int comm)
+  {
+    if (opt_.comm == CommModel::Ideal) return 0;
+    return static_cast<int>(schedule_for(rt, op_id, op, comm)->channels.size());
   }
 
   void build_ranks()
@@ -788,12 +816,17 @@ private:
     Ev type;
     int rank;
     std::uint32_t arg; // lane, or message id
+    std::uint32_t gen; // OpDone: the lane's generation when pushed (a re-timed GEMM outdates its earlier end)
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
   };
 
-  void push(double t, Ev type, int rank, std::uint32_t arg) { queue_.push({t, seq_++, type, rank, arg}); }
+  void push(double t, Ev type, int rank, std::uint32_t arg)
+  {
+    const std::uint32_t gen = type == Ev::OpDone ? ranks_[rank].lanes[arg].gen : 0;
+    queue_.push({t, seq_++, type, rank, arg, gen});
+  }
 
   void run_events()
   {
@@ -808,7 +841,7 @@ private:
       now_ = e.t;
       switch (e.type) {
       case Ev::OpDone:
-        finish_lane_op(ranks_[e.rank], e.arg);
+        if (e.gen == ranks_[e.rank].lanes[e.arg].gen) finish_lane_op(ranks_[e.rank], e.arg);
         break;
       case Ev::Retry:
         ranks_[e.rank].lanes[e.arg].retry = false;
@@ -885,6 +918,18 @@ private:
     case OpKind::Compute:
     case OpKind::Memcpy:
       hold(rt, st, kHoldCompute);
+      st.gemm = false;
+      if (share_sms() && op.kind == OpKind::Compute && !std::isnan(rt.prog->duration[op_id]))
+        if (const auto gm = rt.prog->g->gemm(op_id);
+            gm && !(opt_.measured_durations && rt.prog->g->measured_duration(op_id))) {
+          st.gemm = true;
+          st.work_left = 1;
+          st.seg_start = now_;
+          st.sms_taken = rt.nccl_sms;
+          st.seg_duration = rt.nccl_sms > 0 ? gemm_duration(*gm, op.bytes, rt.nccl_sms) : rt.prog->duration[op_id];
+          push(now_ + st.seg_duration, Ev::OpDone, rt.rank, l);
+          return;
+        }
       push(now_ + rt.prog->duration[op_id], Ev::OpDone, rt.rank, l);
       return;
     case OpKind::Collective: {
@@ -895,6 +940,8 @@ private:
         push(now_ + one_member_duration(rt, op_id, op), Ev::OpDone, rt.rank, l);
         return;
       }
+      // From its launch (waiting for the other members included) the NCCL kernel holds its SMs.
+      if (share_sms()) change_nccl_sms(rt, channels_of(rt, op_id, op, comm));
       const std::uint64_t key = (static_cast<std::uint64_t>(comm) << 32) | rt.prog->seq[op_id];
       Instance& inst = instances_[key];
       inst.bytes = std::max(inst.bytes, op.bytes.value());
@@ -939,11 +986,39 @@ private:
     }
   }
 
+  // The rank's collectives in flight hold `delta` more (or fewer) SMs: its running GEMMs continue at the new count.
+  void change_nccl_sms(RankRt& rt, int delta)
+  {
+    if (delta == 0) return;
+    rt.nccl_sms += delta;
+    for (std::uint32_t l = 0; l < rt.lanes.size(); ++l) {
+      LaneState& st = rt.lanes[l];
+      if (!st.busy || !st.gemm || st.sms_taken == rt.nccl_sms) continue;
+      const OpId op_id = rt.prog->lanes[l][st.next];
+      const Op& op = rt.prog->g->op(op_id);
+      if (st.seg_duration > 0) st.work_left -= (now_ - st.seg_start) / st.seg_duration;
+      st.work_left = std::max(0.0, st.work_left);
+      st.seg_start = now_;
+      st.sms_taken = rt.nccl_sms;
+      st.seg_duration = gemm_duration(*rt.prog->g->gemm(op_id), op.bytes, rt.nccl_sms);
+      ++st.gen;
+      push(now_ + st.work_left * st.seg_duration, Ev::OpDone, rt.rank, l);
+    }
+  }
+
   void finish_lane_op(RankRt& rt, std::uint32_t l)
   {
     LaneState& st = rt.lanes[l];
     release(rt, st);
     const OpId op = rt.prog->lanes[l][st.next];
+    st.gemm = false;
+    if (share_sms()) {
+      const Op& o = rt.prog->g->op(op);
+      if (o.kind == OpKind::Collective) {
+        const int comm = w_.communicator_of(rt.rank, o);
+        if (w_.communicators[comm].ranks.size() > 1) change_nccl_sms(rt, -channels_of(rt, op, o, comm));
+      }
+    }
     record_done(rt, op, st.start, now_);
     st.busy = false;
     ++st.next;

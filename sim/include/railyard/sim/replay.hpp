@@ -5,6 +5,11 @@
 //    dependencies have completed (and, for traces with host launch times, not before the host launched it);
 //    ops on kUnordered get one actor each and wait for their dependencies only;
 //  - compute and memcpy ops take the trace's measured duration or the profile's roofline kernel_time(flops, bytes);
+//    GEMMs with a shape (workloads::GemmShape) take the profile's gemm_time: whole waves of output tiles over the SMs;
+//  - on the event loop (Analytical, Ideal), a GEMM that runs while collectives of its rank run gets the SMs their
+//    NCCL kernels leave: NCCL runs one thread block per channel, each on an SM of its own (NVIDIA/nccl
+//    src/enqueue.cc, ncclLaunchKernel: grid = {nChannels, 1, 1}), so with c channels in flight the GEMM's waves are
+//    counted over SMs - c; its remaining work is re-timed whenever that count changes (ReplayOptions::nccl_sms);
 //  - collectives run on their communicator: lowered (models::lower, after sim::resolve_call chose algorithm,
 //    protocol and channels) and executed flow by flow on the network (CommModel::Flows), or timed by the same
 //    schedule evaluated without other traffic once every member has arrived (Analytical), or free once every member
@@ -49,6 +54,9 @@ struct ReplayOptions {
   bool discrete_events = true;
   bool measured_durations = true; ///< use a trace's measured compute durations where it has them
   bool host_launch = true;        ///< hold a traced op until its host launch time (Kineto launch events)
+  /// Event loop with a profile that has a `gemm:` block: GEMMs overlapping collectives of their rank run on the SMs
+  /// NCCL's channels leave. false: every GEMM has all SMs.
+  bool nccl_sms = true;
   calibration::DType dtype = calibration::DType::Bf16; ///< kernel model data type of compute ops
   Seconds step_overhead{0}; ///< added to every lowered collective step (scenario nccl.step_overhead)
   /// Ranks whose ops go into the timeline. Empty optional: every rank up to 16 ranks, else the first rank of each
