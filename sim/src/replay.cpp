@@ -437,6 +437,9 @@ private:
           analytical_time(rt, i, op, comm, op.bytes.value());
         else
           schedule_for(rt, i, op, comm);
+        // The channel count of every collective, lowered here so that a call the models refuse fails before the run
+        // (a fitted collective time may not have needed its schedule).
+        if (share_sms()) (void)channels_of(rt, i, op, comm);
       }
     }
   }
