@@ -99,10 +99,10 @@ void Net::resolve(double t)
       }
       for (int i = 0; i < fl.n_mm; ++i) {
         const std::uint32_t l = fl.links[fl.mm_hop[i]];
-        LinkState& ls = links_[l];
+        LinkFill& ls = fill_links_[l];
         if (ls.mark != epoch_) {
+          ls.res = links_[l].capacity;
           ls.mark = epoch_;
-          ls.res = ls.capacity;
           ls.wsum = 0;
           ls.unfrozen = 0;
           ls.in_f = 0;
@@ -117,9 +117,9 @@ void Net::resolve(double t)
     }
     // What the fixed flows already use.
     for (std::uint32_t l : l_) {
-      LinkState& ls = links_[l];
-      if (ls.in_f < ls.mm.size())
-        for (const Slot& s : ls.mm)
+      LinkFill& ls = fill_links_[l];
+      if (ls.in_f < links_[l].mm.size())
+        for (const Slot& s : links_[l].mm)
           if (flows_[s.flow].mark != epoch_)
             ls.res -= flows_[s.flow].rate;
     }
@@ -127,7 +127,7 @@ void Net::resolve(double t)
     // Progressive filling: the link (or flow cap) reached at the lowest level freezes its flows there.
     fill_.clear();
     for (std::uint32_t l : l_) {
-      const LinkState& ls = links_[l];
+      const LinkFill& ls = fill_links_[l];
       fill_.push_back({std::max(ls.res, 0.0) / ls.wsum, l, ls.stamp, false});
     }
     for (std::uint32_t f : f_) {
@@ -145,7 +145,7 @@ void Net::resolve(double t)
       fl.new_rate = rate;
       for (int i = 0; i < fl.n_mm; ++i) {
         const std::uint32_t m = fl.links[fl.mm_hop[i]];
-        LinkState& ms = links_[m];
+        LinkFill& ms = fill_links_[m];
         ms.res -= rate;
         ms.wsum -= fl.weight;
         ms.stamp++;
@@ -164,12 +164,12 @@ void Net::resolve(double t)
           freeze(e.id, e.level * flows_[e.id].weight);
         continue;
       }
-      LinkState& ls = links_[e.id];
+      LinkFill& ls = fill_links_[e.id];
       if (e.stamp != ls.stamp || ls.unfrozen == 0)
         continue;
       ls.bottleneck = true;
       ls.bottleneck_level = std::min(ls.bottleneck_level, e.level);
-      for (const Slot& s : ls.mm) {
+      for (const Slot& s : links_[e.id].mm) {
         const Flow& fl = flows_[s.flow];
         if (fl.mark == epoch_ && !fl.frozen)
           freeze(s.flow, e.level * fl.weight);
@@ -186,7 +186,8 @@ void Net::resolve(double t)
     expand_.clear();
     for (std::uint32_t l : l_) {
       const LinkState& ls = links_[l];
-      if (ls.in_r || ls.in_f == ls.mm.size())
+      const LinkFill& lf = fill_links_[l];
+      if (ls.in_r || lf.in_f == ls.mm.size())
         continue;
       bool changed = false;
       double max_fixed_level = 0;
@@ -197,7 +198,7 @@ void Net::resolve(double t)
         else
           max_fixed_level = std::max(max_fixed_level, fl.rate / fl.weight);
       }
-      if (changed || (ls.bottleneck && max_fixed_level > ls.bottleneck_level * (1 + 1e-12)))
+      if (changed || (lf.bottleneck && max_fixed_level > lf.bottleneck_level * (1 + 1e-12)))
         expand_.push_back(l);
     }
     if (expand_.empty())

@@ -60,10 +60,11 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     max_tier = std::max(max_tier, topo_.vertex(v).tier);
   links_.resize(topo_.num_links());
   aux_.resize(topo_.num_links());
+  fill_links_.resize(topo_.num_links());
   for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
     LinkState& l = links_[id];
     l.capacity = topo_.link(id).bandwidth.value();
-    l.latency = topo_.link(id).latency.value();
+    aux_[id].latency = topo_.link(id).latency.value();
     const auto& from = topo_.vertex(topo_.link_source(id));
     const auto& to = topo_.vertex(topo_.link_target(id));
     const bool from_switch = from.kind == topo::VertexKind::Leaf || from.kind == topo::VertexKind::Spine ||
@@ -71,7 +72,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     // Only switch egress ports queue: NVLink and PCIe are credit-based and a NIC paces its own QPs.
     l.queued = queues_ && from_switch;
     // Up*/down* paths visit egress ports in this order: up by source tier, then down by target tier.
-    l.stage = to.tier > from.tier ? from.tier : 2 * max_tier - to.tier;
+    aux_[id].stage = to.tier > from.tier ? from.tier : 2 * max_tier - to.tier;
     if (cfg_.pfc.enabled) {
       aux_[id].headroom = cfg_.pfc.headroom.value() > 0
                        ? cfg_.pfc.headroom.value()
@@ -87,7 +88,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
       const auto& to = topo_.vertex(topo_.link_target(id));
       if (to.kind == topo::VertexKind::Leaf || to.kind == topo::VertexKind::Spine || to.kind == topo::VertexKind::Core)
-        step_ = std::min(step_, links_[id].latency + cfg_.pfc.response_time.value());
+        step_ = std::min(step_, aux_[id].latency + cfg_.pfc.response_time.value());
     }
   report_.stats.links.resize(links_.size());
   report_.link_info.resize(links_.size());
@@ -229,6 +230,8 @@ std::uint32_t Net::recv_for(std::uint32_t owner, int dst, int src, std::uint64_t
   const std::uint32_t r = alloc_request();
   requests_[r].owner = owner;
   requests_[r].cookie = cookie;
+  if (owner & kClientBit)
+    requests_[r].client = clients_[owner & ~kClientBit].client;
   Conn& c = conns_[(owner & kClientBit) ? memo_connection(clients_[owner & ~kClientBit].last_recv, src, dst, tag)
                                         : connection(src, dst, tag)];
   if (c.send_head != kNone) {
@@ -253,7 +256,7 @@ void Net::match(std::uint32_t m, std::uint32_t r)
   messages_[m].next = kNone;
   requests_[r].next = kNone;
   pending_.push_back(m);
-  arm(sg::s4u::Engine::get_clock());
+  arm(clock());
 }
 
 std::uint32_t Net::timer_for(std::uint32_t owner, Seconds at, std::uint64_t cookie)
@@ -261,7 +264,9 @@ std::uint32_t Net::timer_for(std::uint32_t owner, Seconds at, std::uint64_t cook
   const std::uint32_t r = alloc_request();
   requests_[r].owner = owner;
   requests_[r].cookie = cookie;
-  const double t = std::max(at.value(), sg::s4u::Engine::get_clock());
+  if (owner & kClientBit)
+    requests_[r].client = clients_[owner & ~kClientBit].client;
+  const double t = std::max(at.value(), clock());
   push(t, EventKind::Timer, r, 0);
   arm(t);
   return r;
@@ -310,7 +315,7 @@ void Net::wake(std::uint32_t actor)
   ActorRec& a = actors_[actor];
   if (a.waiting) {
     a.waiting = false;
-    a.actor->resume();
+    resume(a.actor);
   }
 }
 
@@ -319,7 +324,7 @@ void Net::wake(std::uint32_t actor)
 
 std::uint32_t Net::add_client(FlowClient& client)
 {
-  clients_.push_back(ClientRec{&client, 0, false});
+  clients_.push_back(ClientRec{&client, 0, false, {}, {}});
   return static_cast<std::uint32_t>(clients_.size() - 1);
 }
 
@@ -332,7 +337,14 @@ void Net::client_irecv(std::uint32_t client, int dst, int src, std::uint64_t tag
 void Net::client_timer(std::uint32_t client, Seconds at, std::uint64_t cookie)
 {
   ++client_work_;
-  timer_for(kClientBit | client, at, cookie);
+  if (cookie > 0xffffffffULL) {
+    timer_for(kClientBit | client, at, cookie);
+    return;
+  }
+  // The event carries the client and its cookie: no request to allocate, fill and free for the commonest post.
+  const double t = std::max(at.value(), clock());
+  push(t, EventKind::ClientTimer, client, static_cast<std::uint32_t>(cookie));
+  arm(t);
 }
 
 void Net::client_watch_sends(std::uint32_t client)
@@ -360,7 +372,7 @@ void Net::wait_clients()
 void Net::client_work_done()
 {
   if (--client_work_ == 0 && clients_waiter_ != nullptr)
-    clients_waiter_->resume();
+    resume(clients_waiter_);
 }
 
 void Net::complete_request(std::uint32_t r, double t)
@@ -373,9 +385,10 @@ void Net::complete_request(std::uint32_t r, double t)
     return;
   }
   const std::uint64_t cookie = req.cookie;
+  FlowClient* client = req.client;
   req = Request{};
   free_requests_.push_back(r);
-  clients_[owner & ~kClientBit].client->on_complete(cookie);
+  client->on_complete(cookie);
   client_work_done();
 }
 
@@ -393,7 +406,7 @@ void Net::send_ended(std::uint32_t sender)
   ActorRec& s = actors_[sender];
   if (--s.outstanding == 0 && s.waiting_sends) {
     s.waiting_sends = false;
-    s.actor->resume();
+    resume(s.actor);
   }
 }
 
@@ -428,8 +441,8 @@ double Net::next_time() const { return dates_.empty() ? kInf : dates_.begin()->f
 
 void Net::arm(double t)
 {
-  // One pending kernel timer at a time, at the date of the earliest thing to do.
-  if (armed_ && armed_t_ <= t)
+  // One pending kernel timer at a time, at the date of the earliest thing to do; process() arms it when it ends.
+  if (processing_ || (armed_ && armed_t_ <= t))
     return;
   if (armed_)
     armed_->remove();
@@ -441,10 +454,56 @@ void Net::arm(double t)
   });
 }
 
+void Net::resume(simgrid::s4u::Actor* actor)
+{
+  woke_ = true;
+  if (now_ > sg::s4u::Engine::get_clock())
+    deferred_.push_back(actor); // ran ahead of SimGrid's clock: the actor must run at now_, not before
+  else
+    actor->resume();
+}
+
+bool Net::may_run_ahead(double next) const
+{
+  // The network may take its next date itself, without a round through SimGrid's loop, when nothing else in the
+  // simulation can act before it: the only actor is the one waiting for the clients (suspended in wait_clients), no
+  // actor uses the network directly, this call woke nobody, and no kernel timer is due by then.
+  if (woke_ || !actors_.empty() || clients_waiter_ == nullptr ||
+      sg::s4u::Engine::get_instance()->get_actor_count() != 1)
+    return false;
+  const double timer = sg::kernel::timer::Timer::next();
+  return timer < 0 || timer > next;
+}
+
 void Net::process(double t)
 {
-  now_ = std::max(now_, t);
-  t = now_;
+  processing_ = true;
+  woke_ = false;
+  while (true) {
+    now_ = std::max(now_, t);
+    t = now_;
+    process_date(t);
+    const double next = next_time();
+    if (!(next < kInf) || !may_run_ahead(next))
+      break;
+    t = next;
+  }
+  processing_ = false;
+  if (!deferred_.empty()) {
+    // Resume what the last date woke once SimGrid's clock has caught up with it.
+    sg::kernel::timer::Timer::set(now_, [this] {
+      std::vector<simgrid::s4u::Actor*> actors;
+      actors.swap(deferred_);
+      for (auto* a : actors)
+        a->resume();
+    });
+  }
+  if (next_time() < kInf)
+    arm(next_time());
+}
+
+void Net::process_date(double t)
+{
   if (queues_)
     advance_queues(t);
   while (true) {
@@ -477,8 +536,6 @@ void Net::process(double t)
     sample_scheduled_ = true;
     push(sample_t_ + cfg_.sample_interval.value(), EventKind::Sample, 0, 0);
   }
-  if (next_time() < kInf)
-    arm(next_time());
 }
 
 void Net::dispatch(const Event& e, double now)
@@ -492,6 +549,10 @@ void Net::dispatch(const Event& e, double now)
   }
   case EventKind::Arrival: complete_message(e.a, e.t); break;
   case EventKind::Timer: complete_request(e.a, e.t); break;
+  case EventKind::ClientTimer:
+    clients_[e.a].client->on_complete(e.b);
+    client_work_done();
+    break;
   case EventKind::Step: step_scheduled_ = false; break;
   case EventKind::Sample:
     sample_scheduled_ = false;
@@ -603,7 +664,7 @@ void Net::start_pending(double t)
       }
       for (int qp = 0; qp < q; ++qp) {
         const RouteRef route = routes_[c.routes + static_cast<std::uint32_t>(qp)];
-        add_flow(m, route_links_.data() + route.offset, route.hops, msg.bytes / q, 1.0, qp, t);
+        add_flow(m, route_links_.data() + route.offset, route, msg.bytes / q, 1.0, qp, t);
       }
     }
   }
@@ -612,9 +673,22 @@ void Net::start_pending(double t)
 
 RouteRef Net::store_route(const topo::Path& path)
 {
-  RouteRef r{static_cast<std::uint32_t>(route_links_.size()), static_cast<std::uint32_t>(path.size())};
+  const auto offset = static_cast<std::uint32_t>(route_links_.size());
   for (topo::LinkId l : path)
     route_links_.push_back(static_cast<std::uint32_t>(l));
+  RouteRef r = describe(route_links_.data() + offset, path.size());
+  r.offset = offset;
+  return r;
+}
+
+RouteRef Net::describe(const std::uint32_t* path, std::size_t hops) const
+{
+  RouteRef r;
+  r.hops = static_cast<std::uint32_t>(hops);
+  for (std::size_t h = 0; h < hops; ++h) {
+    r.latency += aux_[path[h]].latency;
+    r.fabric = r.fabric || links_[path[h]].queued;
+  }
   return r;
 }
 
@@ -623,12 +697,13 @@ void Net::add_flow(std::uint32_t m, const topo::Path& path, double bytes, double
   path_scratch_.clear();
   for (topo::LinkId l : path)
     path_scratch_.push_back(static_cast<std::uint32_t>(l));
-  add_flow(m, path_scratch_.data(), path_scratch_.size(), bytes, weight, qp, t);
+  add_flow(m, path_scratch_.data(), describe(path_scratch_.data(), path_scratch_.size()), bytes, weight, qp, t);
 }
 
-void Net::add_flow(std::uint32_t m, const std::uint32_t* path, std::size_t hops, double bytes, double weight, int qp,
-                   double t)
+void Net::add_flow(std::uint32_t m, const std::uint32_t* path, const RouteRef& route, double bytes, double weight,
+                   int qp, double t)
 {
+  const std::size_t hops = route.hops;
   if (hops > kMaxHops)
     throw std::logic_error(fmt::format("a path of {} links is longer than the fluid backend's {}", hops, kMaxHops));
   const std::uint32_t f = alloc_flow();
@@ -646,15 +721,8 @@ void Net::add_flow(std::uint32_t m, const std::uint32_t* path, std::size_t hops,
   msg.pending++;
   ++active_flows_;
   ++report_.stats.flows;
-  double latency = 0;
-  bool fabric = false;
-  for (std::size_t h = 0; h < hops; ++h) {
-    const auto l = path[h];
-    fl.links[h] = l;
-    latency += links_[l].latency;
-    fabric = fabric || links_[l].queued;
-  }
-  fl.latency = latency;
+  std::copy(path, path + hops, fl.links.begin());
+  fl.latency = route.latency;
   if (bytes <= 0) {
     // Nothing to move: only the latency remains.
     fl.hops_joined = false;
@@ -674,8 +742,9 @@ void Net::add_flow(std::uint32_t m, const std::uint32_t* path, std::size_t hops,
       touch(l);
     }
     if (ls.queued) {
-      fl.pos[h] = static_cast<std::uint32_t>(ls.fab.size());
-      ls.fab.push_back(Slot{f, static_cast<std::uint32_t>(h)});
+      auto& fab = aux_[l].fab;
+      fl.pos[h] = static_cast<std::uint32_t>(fab.size());
+      fab.push_back(Slot{f, static_cast<std::uint32_t>(h)});
       queued_seen = true;
     } else if (queued_seen) {
       // Past the first switch queue the queue model moves the bytes: a link there (the receiver's NIC or PCIe)
@@ -683,13 +752,13 @@ void Net::add_flow(std::uint32_t m, const std::uint32_t* path, std::size_t hops,
       fl.pos[h] = kNone;
     } else {
       fl.mm_hop[fl.n_mm++] = static_cast<std::uint8_t>(h);
-      fl.pos[h] = static_cast<std::uint32_t>(ls.mm.size());
+      fl.pos[h] = ls.mm.size();
       ls.mm.push_back(Slot{f, static_cast<std::uint32_t>(h)});
       mark_dirty(l);
       line = std::min(line, ls.capacity);
     }
   }
-  if (fabric)
+  if (route.fabric)
     start_fabric_flow(f, line, t);
 }
 
@@ -705,8 +774,10 @@ void Net::end_flow(std::uint32_t f, double t)
         integrate(l, now_);
         aux_[l].rate_sum -= fl.rate;
       }
-      remove_slot(ls.mm, fl.pos[h], true);
-      mark_dirty(l);
+      remove_slot(ls.mm, fl.pos[h]);
+      // The flows left on the link may speed up; a link left empty has nothing to recompute.
+      if (!ls.mm.empty())
+        mark_dirty(l);
     }
     if (fl.fab != kNone)
       end_fabric_flow(f);
@@ -743,17 +814,6 @@ void Net::end_flow(std::uint32_t f, double t)
     push(msg.arrival, EventKind::Arrival, fl.message, 0);
     send_ended(msg.sender);
   }
-}
-
-void Net::remove_slot(std::vector<Slot>& list, std::uint32_t pos, bool mm)
-{
-  // Swap-remove, telling the moved flow its new position.
-  const Slot moved = list.back();
-  list[pos] = moved;
-  list.pop_back();
-  if (pos < list.size())
-    flows_[moved.flow].pos[moved.hop] = pos;
-  (void)mm;
 }
 
 void Net::complete_message(std::uint32_t m, double t)
@@ -912,7 +972,7 @@ void FluidNetwork::client_timer(std::uint32_t client, Seconds at, std::uint64_t 
 }
 void FluidNetwork::client_watch_sends(std::uint32_t client) { impl_->net.client_watch_sends(client); }
 void FluidNetwork::wait_clients() { impl_->net.wait_clients(); }
-Seconds FluidNetwork::now() const { return Seconds(sg::s4u::Engine::get_clock()); }
+Seconds FluidNetwork::now() const { return Seconds(impl_->net.clock()); }
 const FlowTotals& FluidNetwork::totals() const { return impl_->net.totals(); }
 void FluidNetwork::set_priority(int src, int dst, std::uint64_t tag, int priority)
 {

@@ -6,6 +6,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -26,7 +27,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::uint64_t splitmix64(std::uint64_t x);
 
-enum class EventKind : std::uint8_t { FlowEnd, Arrival, Timer, Step, Sample, Cnp, PauseOn, PauseOff };
+enum class EventKind : std::uint8_t { FlowEnd, Arrival, Timer, ClientTimer, Step, Sample, Cnp, PauseOn, PauseOff };
 
 /// Events at one date, in the order they were posted: the queue is ordered by (time, sequence number), so ties
 /// resolve deterministically (htsim's eventlist), and a date's events are one bucket (collectives move in lockstep,
@@ -47,30 +48,88 @@ struct Slot {
   std::uint32_t hop;
 };
 
-/// What a flow event touches first; the queue model's and sampler's fields live in LinkAux.
-struct LinkState {
-  double capacity = 0, latency = 0;
-  bool queued = false; ///< switch egress port modelled as a fluid queue (only when queues are on)
-  int stage = 0;       ///< position of this egress along up*/down* paths
-  std::vector<Slot> mm;  ///< flows whose max-min rate this link constrains
-  std::vector<Slot> fab; ///< flows queued at this egress port
-  std::uint32_t flows_now = 0;
-  std::uint8_t paused_mask = 0; ///< priorities paused by the downstream port's PFC
+/// The flows on a link. Almost every link carries zero or one flow at a time (a ring's edge), so one slot lives
+/// inline and more move to the heap: a link's list costs no allocation and no cache line of its own.
+class SlotList {
+public:
+  SlotList() = default;
+  SlotList(const SlotList&) = delete;
+  SlotList& operator=(const SlotList&) = delete;
+  SlotList(SlotList&& o) noexcept : size_(o.size_), cap_(o.cap_)
+  {
+    if (cap_ > 1)
+      u_.heap = o.u_.heap;
+    else
+      u_.one = o.u_.one;
+    o.size_ = 0;
+    o.cap_ = 1;
+  }
+  SlotList& operator=(SlotList&&) = delete;
+  ~SlotList()
+  {
+    if (cap_ > 1)
+      delete[] u_.heap;
+  }
 
-  // max-min scratch (fluid_maxmin.cpp)
-  bool dirty = false, in_r = false, bottleneck = false;
+  [[nodiscard]] Slot* begin() { return cap_ > 1 ? u_.heap : &u_.one; }
+  [[nodiscard]] Slot* end() { return begin() + size_; }
+  [[nodiscard]] const Slot* begin() const { return cap_ > 1 ? u_.heap : &u_.one; }
+  [[nodiscard]] const Slot* end() const { return begin() + size_; }
+  [[nodiscard]] std::uint32_t size() const { return size_; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  Slot& operator[](std::uint32_t i) { return begin()[i]; }
+  Slot& back() { return begin()[size_ - 1]; }
+  void pop_back() { --size_; }
+  void push_back(Slot s)
+  {
+    if (size_ == cap_) {
+      const std::uint32_t cap = cap_ < 4 ? 4 : 2 * cap_;
+      auto* heap = new Slot[cap];
+      std::copy(begin(), end(), heap);
+      if (cap_ > 1)
+        delete[] u_.heap;
+      u_.heap = heap;
+      cap_ = cap;
+    }
+    begin()[size_++] = s;
+  }
+
+private:
+  union {
+    Slot one;
+    Slot* heap;
+  } u_{Slot{0, 0}};
+  std::uint32_t size_ = 0, cap_ = 1;
+};
+
+/// What every flow event touches on a link, in one cache line: a large ring touches a few links per transfer, spread
+/// over tens of thousands, so each must cost one miss at most. The rest is in LinkAux and LinkFill.
+struct alignas(64) LinkState {
+  double capacity = 0;
+  SlotList mm; ///< flows whose max-min rate this link constrains
+  std::uint32_t flows_now = 0;
+  std::uint32_t tot_max_flows = 0;
+  std::uint64_t tot_flows = 0;
+  double tot_bytes = 0;
+  bool queued = false; ///< switch egress port modelled as a fluid queue (only when queues are on)
+  bool dirty = false, in_r = false;
+  std::uint8_t paused_mask = 0; ///< priorities paused by the downstream port's PFC
+};
+static_assert(sizeof(LinkState) == 64, "LinkState is meant to fill one cache line");
+
+/// Max-min scratch of a link (fluid_maxmin.cpp), touched only when flows share it.
+struct LinkFill {
+  bool bottleneck = false;
   std::uint32_t mark = 0, stamp = 0, unfrozen = 0, in_f = 0;
   double res = 0, wsum = 0;
   double bottleneck_level = kInf;
-
-  // totals for the report
-  double tot_bytes = 0;
-  std::uint64_t tot_flows = 0;
-  std::uint32_t tot_max_flows = 0;
 };
 
 /// Queue-model and sampling state of a link.
 struct LinkAux {
+  double latency = 0;
+  int stage = 0;         ///< position of this egress along up*/down* paths
+  std::vector<Slot> fab; ///< flows queued at this egress port
   double queue = 0;
   double headroom = 0;
   std::array<double, 8> ingress{};      ///< PFC ingress counter per priority
@@ -139,7 +198,8 @@ struct Request {
   double done_at = -1;
   std::uint32_t owner = kNone, next = kNone;
   bool in_use = false;
-  std::uint64_t cookie = 0; ///< a client's
+  std::uint64_t cookie = 0;       ///< a client's
+  FlowClient* client = nullptr;   ///< the owner, when it is a client (saves a lookup in clients_)
 };
 
 /// Transfers and receives waiting for their match on one (src, dst, tag) connection, as FIFO lists.
@@ -156,6 +216,8 @@ struct Conn {
 struct RouteRef {
   std::uint32_t offset = 0;
   std::uint32_t hops = 0;
+  double latency = 0;  ///< sum of its links' latencies
+  bool fabric = false; ///< crosses a queued switch port
 };
 
 /// Open-addressing map from a key of two 64-bit words to a value: one probe sequence in one array, no node per entry
@@ -237,6 +299,8 @@ public:
   [[nodiscard]] const FlowTotals& totals() const { return totals_; }
   [[nodiscard]] const FluidConfig& config() const { return cfg_; }
   const FluidReport& report();
+  /// The current date: SimGrid's, or the network's own while it runs ahead through dates nothing else acts on.
+  [[nodiscard]] double clock() const { return std::max(simgrid::s4u::Engine::get_clock(), now_); }
   FluidReport take_report() { return std::move(report_); }
 
 private:
@@ -288,19 +352,34 @@ private:
   [[nodiscard]] double next_time() const;
   void arm(double t);
   void process(double t);
+  /// Everything due at date t: events, transfers to start, rates.
+  void process_date(double t);
+  [[nodiscard]] bool may_run_ahead(double next) const;
+  /// Resumes an actor, or defers it to a kernel timer at now_ when the network ran ahead of SimGrid's clock.
+  void resume(simgrid::s4u::Actor* actor);
   void dispatch(const Event& e, double now);
 
   const std::vector<topo::Path>& spray_paths(int src, int dst);
   /// The path of a pair that has only one, or null.
   const topo::Path* single_path(int src, int dst);
   void start_pending(double t);
-  void add_flow(std::uint32_t message, const std::uint32_t* path, std::size_t hops, double bytes, double weight, int qp,
-                double t);
+  void add_flow(std::uint32_t message, const std::uint32_t* path, const RouteRef& route, double bytes, double weight,
+                int qp, double t);
   void add_flow(std::uint32_t message, const topo::Path& path, double bytes, double weight, int qp, double t);
-  /// Stores a path in route_links_.
+  /// Stores a path in route_links_ with its latency and whether it crosses a queued port.
   RouteRef store_route(const topo::Path& path);
+  RouteRef describe(const std::uint32_t* path, std::size_t hops) const;
   void end_flow(std::uint32_t f, double t);
-  void remove_slot(std::vector<Slot>& list, std::uint32_t pos, bool mm);
+  /// Swap-removes the slot at `pos`, telling the moved flow its new position.
+  template <class List>
+  void remove_slot(List& list, std::uint32_t pos)
+  {
+    const Slot moved = list.back();
+    list[pos] = moved;
+    list.pop_back();
+    if (pos < list.size())
+      flows_[moved.flow].pos[moved.hop] = pos;
+  }
   void complete_message(std::uint32_t m, double t);
   void mark_dirty(std::uint32_t link);
   void mark_flow_dirty(std::uint32_t f);
@@ -336,6 +415,7 @@ private:
 
   std::vector<LinkState> links_;
   std::vector<LinkAux> aux_;
+  std::vector<LinkFill> fill_links_;
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;
   std::vector<Message> messages_;
@@ -372,6 +452,9 @@ private:
   simgrid::kernel::timer::Timer* armed_ = nullptr;
   double armed_t_ = kInf;
   double now_ = 0;
+  bool processing_ = false;
+  bool woke_ = false; ///< an actor was woken during this process() call
+  std::vector<simgrid::s4u::Actor*> deferred_;
   std::vector<std::uint32_t> pending_; ///< matched transfers to start at the next process()
   std::vector<std::uint32_t> starting_;
 

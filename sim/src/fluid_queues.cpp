@@ -82,7 +82,7 @@ void Net::end_fabric_flow(std::uint32_t f)
   FabricFlow& q = fab_[fl.fab];
   for (int k = 0; k < q.nq; ++k) {
     const int h = q.qhop[k];
-    remove_slot(links_[fl.links[h]].fab, fl.pos[h], false);
+    remove_slot(aux_[fl.links[h]].fab, fl.pos[h]);
     // It ended when its delivered bytes reached its size up to rounding: drop any residue still listed, so no entry
     // names its slot once a new flow takes it.
     fifos_[fl.links[h]].at(fl.priority).erase_flow(fl.fab);
@@ -100,13 +100,13 @@ void Net::rebuild_queue_order()
 {
   std::vector<std::uint32_t> busy;
   for (std::uint32_t l : queue_order_) {
-    if (links_[l].fab.empty())
+    if (aux_[l].fab.empty())
       aux_[l].in_busy = false;
     else
       busy.push_back(l);
   }
   std::sort(busy.begin(), busy.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return links_[a].stage != links_[b].stage ? links_[a].stage < links_[b].stage : a < b;
+    return aux_[a].stage != aux_[b].stage ? aux_[a].stage < aux_[b].stage : a < b;
   });
   queue_order_.swap(busy);
   queue_order_dirty_ = false;
@@ -177,7 +177,7 @@ void Net::queue_step(double t0, double t1)
     // This step's arrivals join the tail of their priority's FIFO as one batch.
     for (auto& [prio, fifo] : port.by_priority)
       fifo.begin_batch();
-    for (const Slot& s : ls.fab) {
+    for (const Slot& s : la.fab) {
       const Flow& fl = flows_[s.flow];
       FabricFlow& q = fab_[fl.fab];
       const int k = queue_index(q, s.hop);
@@ -265,7 +265,7 @@ void Net::queue_step(double t0, double t1)
       aux_[l].ingress.fill(0);
     }
     for (std::uint32_t l : queue_order_)
-      for (const Slot& s : links_[l].fab) {
+      for (const Slot& s : aux_[l].fab) {
         const Flow& fl = flows_[s.flow];
         const FabricFlow& q = fab_[fl.fab];
         const std::uint32_t in = fl.links[s.hop - 1];
@@ -307,12 +307,12 @@ void Net::queue_step(double t0, double t1)
           is.resume_pending &= static_cast<std::uint8_t>(~bit);
           if (!(il.paused_mask & bit)) {
             is.pause_pending |= bit;
-            push(std::max(t1, crossing(pfc.xoff.value()) + il.latency + pfc.response_time.value()),
+            push(std::max(t1, crossing(pfc.xoff.value()) + is.latency + pfc.response_time.value()),
                  EventKind::PauseOn, in, static_cast<std::uint32_t>(prio));
           }
         } else if (occ < pfc.xon.value() && want_pause) {
           is.resume_pending |= bit;
-          push(std::max(t1, crossing(pfc.xon.value()) + il.latency), EventKind::PauseOff, in,
+          push(std::max(t1, crossing(pfc.xon.value()) + is.latency), EventKind::PauseOff, in,
                static_cast<std::uint32_t>(prio));
         }
       }

@@ -6,6 +6,9 @@
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/simulation.hpp"
 
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -268,7 +271,10 @@ TEST(FluidAgreement, RingAllReduceRailOptimized)
 
 // Event-driven ranks (FlowClient) and actors run the same rules: every collective of a sequence (ring, tree, grouped
 // sends, alltoall; several channels; shared links) must start and end at the same simulated times either way.
-std::vector<double> sequence_timings(sim::RankExecution execution)
+// `intruder`: an actor on GPU 0 sleeps 50 us (SimGrid's CPU model holds that sleep), then sends 8 MiB from GPU 0 to
+// GPU 5 across the collectives' links and waits for it; its wake and arrival times and SimGrid's final clock are
+// appended. The network must not run ahead of SimGrid's clock while the sleep is under way.
+std::vector<double> sequence_timings(sim::RankExecution execution, bool intruder = false)
 {
   return railyard::run_in_child([&] {
            topo::ClusterSpec spec;
@@ -294,6 +300,18 @@ std::vector<double> sequence_timings(sim::RankExecution execution)
            a2a.algorithm = models::Algorithm::Ring;
            schedules.push_back(models::lower({a2a, t.gpus_per_node(), Seconds(0)}));
            sim::Simulation s(t, config_for(sim::Backend::Fluid));
+           double woke = -1, arrived = -1;
+           if (intruder)
+             s.spawn(0, "intruder", [&s, &woke, &arrived] {
+               simgrid::s4u::this_actor::sleep_for(50e-6);
+               woke = simgrid::s4u::Engine::get_clock();
+               auto& net = s.network();
+               const auto r = net.irecv(5, 0, 1u << 30);
+               net.isend(0, 5, 1u << 30, units::MiB(8));
+               net.wait_any({r});
+               arrived = net.now().value();
+               net.wait_sends();
+             });
            const auto timings = sim::run_schedules(s, schedules, execution);
            std::vector<double> out;
            for (const auto& x : timings) {
@@ -303,6 +321,11 @@ std::vector<double> sequence_timings(sim::RankExecution execution)
            }
            out.push_back(static_cast<double>(s.network().totals().flows_received));
            out.push_back(s.network().totals().bytes_received);
+           if (intruder) {
+             out.push_back(woke);
+             out.push_back(arrived);
+           }
+           out.push_back(simgrid::s4u::Engine::get_clock());
            return out;
          })
       .values;
@@ -313,12 +336,30 @@ TEST(FluidExecution, EventDrivenRanksMatchActorsOnEveryCollective)
   const auto clients = sequence_timings(sim::RankExecution::Auto);
   const auto actors = sequence_timings(sim::RankExecution::Actors);
   ASSERT_EQ(clients.size(), actors.size());
-  ASSERT_EQ(clients.size(), 3u * 3 + 2);
+  ASSERT_EQ(clients.size(), 3u * 3 + 3);
   for (std::size_t i = 0; i < clients.size(); ++i)
     EXPECT_NEAR(clients[i], actors[i], 1e-9 * std::max(1e-6, std::abs(actors[i]))) << "value " << i;
   // Every collective took time, one after the other.
   for (std::size_t c = 0; c < 3; ++c)
     EXPECT_GT(clients[3 * c + 2], clients[3 * c]) << "collective " << c;
+}
+
+// Clients let the network take its next dates itself, ahead of SimGrid's clock, while nothing else in the simulation
+// can act (FluidExecution.EventDrivenRanksMatchActorsOnEveryCollective compares SimGrid's final clock too). An actor
+// that sleeps meanwhile and then sends must find the network at its wake-up date: the same times as when every rank
+// is an actor, where the network never runs ahead.
+TEST(FluidExecution, RunningAheadWaitsForOtherActors)
+{
+  const auto plain = sequence_timings(sim::RankExecution::Auto);
+  const auto clients = sequence_timings(sim::RankExecution::Auto, true);
+  const auto actors = sequence_timings(sim::RankExecution::Actors, true);
+  ASSERT_EQ(clients.size(), 3u * 3 + 5);
+  ASSERT_EQ(clients.size(), actors.size());
+  for (std::size_t i = 0; i < clients.size(); ++i)
+    EXPECT_NEAR(clients[i], actors[i], 1e-9 * std::max(1e-6, std::abs(actors[i]))) << "value " << i;
+  // The intruder's transfer was posted when it woke, and took time; it shares links with the collectives.
+  EXPECT_GT(clients[3 * 3 + 3], clients[3 * 3 + 2]);
+  EXPECT_NE(clients[2], plain[2]);
 }
 
 } // namespace
