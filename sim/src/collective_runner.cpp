@@ -69,21 +69,49 @@ private:
     bool sent = false; ///< sends of `step` posted
     bool has_recv = false;
     double arrived = 0; ///< when the last receive of `step` arrived (or the step began, without receives)
+    // This rank's part of the pattern of the last step when it is one receive and one unweighted send (a ring's
+    // steps all share one pattern): read once instead of from the pattern's arrays at every step.
+    std::uint32_t pattern = kNoPattern;
+    bool one_to_one = false, inter = false;
+    int recv_gpu = -1, send_gpu = -1;
   };
+  static constexpr std::uint32_t kNoPattern = 0xffffffffU;
+
+  /// Refreshes channel c's copy of its part of `st`'s pattern.
+  Channel& peers_of(int c, const models::Step& st)
+  {
+    Channel& ch = channels_[c];
+    if (ch.pattern != st.pattern) {
+      const models::Pattern& p = schedule_.patterns[st.pattern];
+      const auto recvs = p.recvs(rank_), sends = p.sends(rank_);
+      ch.pattern = st.pattern;
+      ch.one_to_one = recvs.size() == 1 && sends.size() == 1 && p.send_weight(rank_, 0) == 1.0;
+      ch.inter = p.receives_inter_node(rank_);
+      ch.recv_gpu = recvs.size() == 1 ? schedule_.gpus[recvs[0]] : -1;
+      ch.send_gpu = sends.size() == 1 ? schedule_.gpus[sends[0]] : -1;
+    }
+    return ch;
+  }
 
   static std::uint64_t cookie(int c, Kind k) { return (static_cast<std::uint64_t>(c) << 2) | static_cast<std::uint64_t>(k); }
   [[nodiscard]] std::uint64_t tag_of(int c) const { return tag_base_ + static_cast<std::uint64_t>(c); }
 
   void post_recvs(int c, double now)
   {
-    Channel& ch = channels_[c];
-    const models::Step& st = schedule_.channels[c][ch.step];
+    const models::Step& st = schedule_.channels[c][channels_[c].step];
+    Channel& ch = peers_of(c, st);
     ch.pending = 0;
     ch.sent = false;
-    for (int peer : schedule_.patterns[st.pattern].recvs(rank_)) {
-      poster_.recv(me_, schedule_.gpus[peer], tag_of(c), cookie(c, Kind::Recv));
+    if (ch.one_to_one) {
+      poster_.recv(me_, ch.recv_gpu, tag_of(c), cookie(c, Kind::Recv));
       ++outstanding_;
       ++ch.pending;
+    } else {
+      for (int peer : schedule_.patterns[st.pattern].recvs(rank_)) {
+        poster_.recv(me_, schedule_.gpus[peer], tag_of(c), cookie(c, Kind::Recv));
+        ++outstanding_;
+        ++ch.pending;
+      }
     }
     ch.has_recv = ch.pending > 0;
     ch.arrived = now;
@@ -91,12 +119,16 @@ private:
 
   void post_sends(int c)
   {
-    Channel& ch = channels_[c];
-    const models::Step& st = schedule_.channels[c][ch.step];
-    const models::Pattern& p = schedule_.patterns[st.pattern];
-    const auto peers = p.sends(rank_);
-    for (std::size_t i = 0; i < peers.size(); ++i)
-      poster_.send(me_, schedule_.gpus[peers[i]], tag_of(c), st.wire_bytes * p.send_weight(rank_, i));
+    const models::Step& st = schedule_.channels[c][channels_[c].step];
+    Channel& ch = peers_of(c, st);
+    if (ch.one_to_one) {
+      poster_.send(me_, ch.send_gpu, tag_of(c), st.wire_bytes);
+    } else {
+      const models::Pattern& p = schedule_.patterns[st.pattern];
+      const auto peers = p.sends(rank_);
+      for (std::size_t i = 0; i < peers.size(); ++i)
+        poster_.send(me_, schedule_.gpus[peers[i]], tag_of(c), st.wire_bytes * p.send_weight(rank_, i));
+    }
     ch.sent = true;
   }
 
@@ -110,9 +142,9 @@ private:
     }
   }
 
-  [[nodiscard]] double overhead_of(const models::Step& st) const
+  [[nodiscard]] double overhead_of(int c, const models::Step& st)
   {
-    const bool inter = st.overhead_inter && schedule_.patterns[st.pattern].receives_inter_node(rank_);
+    const bool inter = st.overhead_inter && peers_of(c, st).inter;
     return (inter ? *st.overhead_inter : st.overhead).value();
   }
 
@@ -122,7 +154,7 @@ private:
     Channel& ch = channels_[c];
     const auto& steps = schedule_.channels[c];
     while (ch.step < steps.size() && ch.pending == 0 && ch.sent) {
-      const double o = ch.has_recv ? overhead_of(steps[ch.step]) : 0.0;
+      const double o = ch.has_recv ? overhead_of(c, steps[ch.step]) : 0.0;
       const double next_sends = std::max(now, ch.arrived + o);
       ++ch.step;
       if (ch.step == steps.size()) {

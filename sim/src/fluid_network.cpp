@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace railyard::sim {
@@ -413,31 +414,48 @@ void Net::send_ended(std::uint32_t sender)
 // ---------------------------------------------------------------------------------------------------------------
 // The event loop.
 
+namespace {
+struct LaterPending {
+  template <class P>
+  bool operator()(const P& x, const P& y) const
+  {
+    return x.t > y.t || (x.t == y.t && x.seq > y.seq);
+  }
+};
+} // namespace
+
 void Net::push(double t, EventKind kind, std::uint32_t a, std::uint32_t b)
 {
   std::uint32_t k;
   if (t == last_date_) {
     k = last_bucket_;
   } else {
-    auto [it, inserted] = dates_.try_emplace(t, kNone);
-    if (inserted) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &t, sizeof bits);
+    RecentDate& r = recent_[splitmix64(bits) & (recent_.size() - 1)];
+    if (r.t == t && buckets_[r.bucket].seq == r.seq) {
+      k = r.bucket;
+    } else {
       if (!free_buckets_.empty()) {
-        it->second = free_buckets_.back();
+        k = free_buckets_.back();
         free_buckets_.pop_back();
       } else {
         buckets_.emplace_back();
-        it->second = static_cast<std::uint32_t>(buckets_.size() - 1);
+        k = static_cast<std::uint32_t>(buckets_.size() - 1);
       }
-      buckets_[it->second].t = t;
+      buckets_[k].t = t;
+      buckets_[k].seq = ++bucket_seq_;
+      heap_.push_back(Pending{t, bucket_seq_, k});
+      std::push_heap(heap_.begin(), heap_.end(), LaterPending{});
+      r = RecentDate{t, bucket_seq_, k};
     }
-    k = it->second;
     last_date_ = t;
     last_bucket_ = k;
   }
   buckets_[k].events.push_back(Event{a, b, kind, t});
 }
 
-double Net::next_time() const { return dates_.empty() ? kInf : dates_.begin()->first; }
+double Net::next_time() const { return heap_.empty() ? kInf : heap_.front().t; }
 
 void Net::arm(double t)
 {
@@ -509,16 +527,17 @@ void Net::process_date(double t)
   while (true) {
     while (next_time() <= t) {
       // The earliest date's bucket, in posting order; what its events post at the same date joins its end.
-      const auto first = dates_.begin();
-      const std::uint32_t k = first->second;
+      const std::uint32_t k = heap_.front().bucket;
+      std::pop_heap(heap_.begin(), heap_.end(), LaterPending{});
+      heap_.pop_back();
       for (std::size_t i = 0; i < buckets_[k].events.size(); ++i) {
         const Event e = buckets_[k].events[i];
         dispatch(e, t);
       }
-      dates_.erase(first);
       if (last_bucket_ == k)
         last_date_ = -kInf;
       buckets_[k].events.clear();
+      buckets_[k].seq = 0;
       free_buckets_.push_back(k);
     }
     if (!pending_.empty())
@@ -580,7 +599,7 @@ std::uint32_t Net::alloc_flow()
   }
   Flow& fl = flows_[f];
   const std::uint32_t gen = fl.gen + 1, version = fl.version + 1;
-  fl = Flow{};
+  static_cast<FlowHead&>(fl) = FlowHead{};
   fl.gen = gen;
   fl.version = version;
   return f;

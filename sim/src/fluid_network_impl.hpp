@@ -39,6 +39,7 @@ struct Event {
 };
 struct Bucket {
   double t = 0;
+  std::uint64_t seq = 0; ///< creation order; 0 once processed (a reused bucket gets a new one)
   std::vector<Event> events;
 };
 
@@ -148,7 +149,8 @@ struct LinkAux {
   bool touched = false;
 };
 
-struct Flow {
+/// A flow's scalar state, reset when its slot is reused (the path arrays are written as the flow starts).
+struct FlowHead {
   std::uint64_t id = 0;
   std::uint32_t message = kNone;
   std::uint32_t version = 0; ///< bumped on every rate change: older FlowEnd events are stale
@@ -163,6 +165,9 @@ struct Flow {
   // max-min scratch
   std::uint32_t mark = 0;
   bool frozen = false;
+};
+
+struct Flow : FlowHead {
   std::array<std::uint32_t, kMaxHops> links{};
   std::array<std::uint32_t, kMaxHops> pos{};  ///< position in that link's mm or fab list
   std::array<std::uint8_t, kMaxHops> mm_hop{}; ///< hops whose links constrain the max-min rate
@@ -300,7 +305,10 @@ public:
   [[nodiscard]] const FluidConfig& config() const { return cfg_; }
   const FluidReport& report();
   /// The current date: SimGrid's, or the network's own while it runs ahead through dates nothing else acts on.
-  [[nodiscard]] double clock() const { return std::max(simgrid::s4u::Engine::get_clock(), now_); }
+  [[nodiscard]] double clock() const
+  {
+    return processing_ ? now_ : std::max(simgrid::s4u::Engine::get_clock(), now_);
+  }
   FluidReport take_report() { return std::move(report_); }
 
 private:
@@ -444,9 +452,23 @@ private:
   std::uint64_t active_flows_ = 0;
 
   // Event queue: one bucket per pending date, ordered by date; pushes mostly go to the date pushed last.
+  // A date may own several buckets (when the recent-date table forgot it); they are dispatched in creation order and
+  // only the newest takes new events, so a date's events still run in posting order.
   std::vector<Bucket> buckets_;
   std::vector<std::uint32_t> free_buckets_;
-  std::map<double, std::uint32_t> dates_;
+  struct Pending {
+    double t;
+    std::uint64_t seq;
+    std::uint32_t bucket;
+  };
+  std::vector<Pending> heap_; ///< min-heap of buckets by (date, creation order)
+  std::uint64_t bucket_seq_ = 0;
+  struct RecentDate {
+    double t = -kInf;
+    std::uint64_t seq = 0;
+    std::uint32_t bucket = kNone;
+  };
+  std::array<RecentDate, 256> recent_{}; ///< the newest bucket of recently used dates, by a hash of the date
   double last_date_ = -kInf;
   std::uint32_t last_bucket_ = kNone;
   simgrid::kernel::timer::Timer* armed_ = nullptr;
