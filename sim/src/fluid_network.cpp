@@ -605,7 +605,7 @@ std::uint32_t Net::alloc_flow()
   return f;
 }
 
-const topo::Path* Net::single_path(int src, int dst)
+std::optional<RouteRef> Net::single_route(int src, int dst)
 {
   bool inserted = false;
   PairRoute& pr = pair_routes_.get(static_cast<std::uint64_t>(src), static_cast<std::uint64_t>(dst), inserted);
@@ -613,12 +613,10 @@ const topo::Path* Net::single_path(int src, int dst)
     pr.known = true;
     const auto paths = topo_.all_paths(src, dst, pxn_, 2);
     pr.single = paths.size() == 1;
-    if (pr.single) {
-      pr.path = static_cast<std::uint32_t>(single_paths_.size());
-      single_paths_.push_back(paths.front());
-    }
+    if (pr.single)
+      pr.route = store_route(paths.front());
   }
-  return pr.single ? &single_paths_[pr.path] : nullptr;
+  return pr.single ? std::optional<RouteRef>(pr.route) : std::nullopt;
 }
 
 const std::vector<topo::Path>& Net::spray_paths(int src, int dst)
@@ -651,14 +649,14 @@ void Net::start_pending(double t)
       if (c.routes == kNone && !c.per_flow_hash) {
         // The connection's QPs keep their paths unless ECMP hashes every flow over several: found once, at its
         // first transfer.
-        const topo::Path* only = single_path(msg.src, msg.dst);
+        const std::optional<RouteRef> only = single_route(msg.src, msg.dst);
         if (!only && cfg_.ecmp == EcmpMode::PerFlow) {
           c.per_flow_hash = true;
         } else {
           c.routes = static_cast<std::uint32_t>(routes_.size());
           for (int qp = 0; qp < q; ++qp) {
             if (only) {
-              routes_.push_back(qp == 0 ? store_route(*only) : routes_[c.routes]);
+              routes_.push_back(*only);
               continue;
             }
             // The QP's 5-tuple: both ends, the connection and the QP. Topology::route's switch hash sees only this

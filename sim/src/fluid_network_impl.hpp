@@ -10,7 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
-#include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -368,8 +368,8 @@ private:
   void dispatch(const Event& e, double now);
 
   const std::vector<topo::Path>& spray_paths(int src, int dst);
-  /// The path of a pair that has only one, or null.
-  const topo::Path* single_path(int src, int dst);
+  /// The stored route of a pair that has only one path, or nothing.
+  std::optional<RouteRef> single_route(int src, int dst);
   void start_pending(double t);
   void add_flow(std::uint32_t message, const std::uint32_t* path, const RouteRef& route, double bytes, double weight,
                 int qp, double t);
@@ -441,13 +441,13 @@ private:
   std::vector<std::uint32_t> path_scratch_;
   FlatMap<std::uint64_t> flows_per_pair_;
   std::unordered_map<std::uint64_t, std::vector<topo::Path>> spray_cache_;
-  /// Pairs with a single path keep it: route() allocates its answer, a tenth of a large ring's time otherwise.
+  /// Pairs with a single path keep it, stored once in route_links_ for all their connections: route() allocates its
+  /// answer, a tenth of a large ring's time otherwise.
   struct PairRoute {
     bool known = false, single = false;
-    std::uint32_t path = kNone;
+    RouteRef route;
   };
   FlatMap<PairRoute> pair_routes_;
-  std::vector<topo::Path> single_paths_;
   std::uint64_t next_flow_id_ = 0;
   std::uint64_t active_flows_ = 0;
 
