@@ -1,6 +1,7 @@
 // `railyard nccl-tests` through the real binary: its table is nccl-tests' own (parsed back with the calibration
 // layer's reader of real nccl-tests logs), busbw follows doc/PERFORMANCE.md, every op nccl-tests has runs, and bad
 // scenarios or options exit 2 with a message naming what is wrong.
+#include "cli_support.hpp"
 #include "railyard/calibration/nccl_tests_log.hpp"
 #include "railyard/models/collective.hpp"
 
@@ -21,29 +22,8 @@ using namespace railyard;
 
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out; ///< stdout
-  std::string all; ///< stdout and stderr
-};
-
-CliResult run_cli(const std::string& args)
-{
-  CliResult r;
-  const fs::path err = fs::temp_directory_path() / ("railyard_nccl_tests_err_" + std::to_string(getpid()));
-  const std::string cmd = std::string(RAILYARD_CLI) + " " + args + " 2>" + err.string();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p))
-    r.out += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err);
-  r.all = r.out + std::string(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err);
-  return r;
-}
+using railyard::test::CliResult;
+using railyard::test::run_cli;
 
 const std::string kScenario = std::string(RAILYARD_SOURCE_DIR) + "/examples/nccl_h100_node.yaml";
 
@@ -56,7 +36,7 @@ double time_tolerance_us(double us)
 TEST(NcclTestsCli, AllReduceTableParsesBackWithNcclTestsColumnsAndBusbw)
 {
   const CliResult r = run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 8 -e 128M -f 4");
-  ASSERT_EQ(r.exit_code, 0) << r.all;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
   EXPECT_EQ(log.columns, (std::vector<std::string>{"size", "count", "type", "redop", "root", "time", "algbw", "busbw",
                                                    "#wrong", "time", "algbw", "busbw", "#wrong"}));
@@ -112,7 +92,7 @@ TEST(NcclTestsCli, EveryNcclTestsOpRuns)
                     {"sendrecv", 1.0, elems, "none", -1}};
   for (const auto& op : ops) {
     const CliResult r = run_cli("nccl-tests --scenario " + kScenario + " --op " + op.name + " -b 1M -e 4M -f 2");
-    ASSERT_EQ(r.exit_code, 0) << op.name << ": " << r.all;
+    ASSERT_EQ(r.exit_code, 0) << op.name << ": " << r.output;
     const auto log = calibration::parse_nccl_tests_text(r.out, std::string(op.name) + "_perf.log");
     ASSERT_EQ(log.rows.size(), 3u) << op.name;
     const auto& row = log.rows.front();
@@ -139,7 +119,7 @@ TEST(NcclTestsCli, RanksAlgoAndProtoOptions)
   // -g 4: GPUs 0-3 only. --algo ring --proto simple: NCCL_ALGO / NCCL_PROTO for the run.
   const CliResult r =
       run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 64M -e 64M -g 4 --algo ring --proto simple");
-  ASSERT_EQ(r.exit_code, 0) << r.all;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
   EXPECT_EQ(calibration::nccl_tests_nranks(log), 4);
   EXPECT_NE(r.out.find("Ring/Simple"), std::string::npos) << r.out;
@@ -156,7 +136,7 @@ TEST(NcclTestsCli, RankLinesNameNodesAndDevicesAndForcedAlgorithmsAreAcknowledge
   // Ranks 4..11 of 8-GPU nodes: GPUs 4-7 of node0, then GPUs 0-3 of node1.
   const CliResult r = run_cli("nccl-tests --scenario " + multinode +
                               " --op all_reduce -b 1M -e 1M --ranks 4-11 --algo ring --proto LL128");
-  ASSERT_EQ(r.exit_code, 0) << r.all;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
   ASSERT_EQ(log.ranks.size(), 8u);
   for (int i = 0; i < 8; ++i) {
@@ -179,7 +159,7 @@ TEST(NcclTestsCli, RankLinesNameNodesAndDevicesAndForcedAlgorithmsAreAcknowledge
 
   // Without --algo / --proto (and none in the scenario) NCCL prints no such line.
   const CliResult plain = run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 1M -e 1M");
-  ASSERT_EQ(plain.exit_code, 0) << plain.all;
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_EQ(plain.out.find("set by environment"), std::string::npos);
 }
 
@@ -191,12 +171,12 @@ TEST(NcclTestsCli, ForcedOneNodeSweepCalibratesAsOneNodeRingSimple)
   fs::create_directories(dir);
   const CliResult r =
       run_cli("nccl-tests --scenario " + kScenario + " --op all_reduce -b 1M -e 1G -f 4 --algo Ring --proto Simple");
-  ASSERT_EQ(r.exit_code, 0) << r.all;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   const fs::path log = dir / "all_reduce_perf.log";
   std::ofstream(log) << r.out;
   const fs::path profile = dir / "profile.yaml";
   const CliResult cal = run_cli("calibrate --from " + log.string() + " --out " + profile.string());
-  ASSERT_EQ(cal.exit_code, 0) << cal.all;
+  ASSERT_EQ(cal.exit_code, 0) << cal.output;
   ASSERT_TRUE(fs::exists(profile));
   // The summary row: collective, algorithm, protocol, link, ranks, nodes, ...
   std::istringstream lines(cal.out);
@@ -249,9 +229,9 @@ TEST(NcclTestsCli, BadInputExitsTwoNamingWhatIsWrong)
   };
   for (const auto& c : cases) {
     const CliResult r = run_cli(c.args);
-    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.all;
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
     for (const auto& p : c.phrases)
-      EXPECT_NE(r.all.find(p), std::string::npos) << "'" << p << "' missing for " << c.args << ":\n" << r.all;
+      EXPECT_NE(r.output.find(p), std::string::npos) << "'" << p << "' missing for " << c.args << ":\n" << r.output;
   }
   fs::remove_all(dir);
 }
@@ -267,19 +247,19 @@ TEST(RunRefusals, ImpossibleAlgorithmsExitTwoAtTheirEntry)
                       "  - {op: all_reduce, size: 1 MiB}\n"
                       "  - {op: all_reduce, size: 1 GiB, algorithm: nvls}\n";
   CliResult r = run_cli("run " + f.string() + " --out " + (dir / "out").string());
-  EXPECT_EQ(r.exit_code, 2) << r.all;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   for (const std::string& p : {f.string() + ":9", std::string("all_reduce"), std::string("NVLS"),
                                std::string("NVSwitch with multicast"), std::string("Fix:")})
-    EXPECT_NE(r.all.find(p), std::string::npos) << p << " missing:\n" << r.all;
+    EXPECT_NE(r.output.find(p), std::string::npos) << p << " missing:\n" << r.output;
   EXPECT_FALSE(fs::exists(dir / "out"));
   std::ofstream(f) << "name: p\ncluster:\n  kind: rail_optimized\n  nodes: 2\n  gpus_per_node: 8\n"
                       "  nic: {bandwidth: 400 Gb/s}\ncollectives:\n"
                       "  - {op: all_gather, size: 1 MiB, algorithm: pat}\n";
   r = run_cli("run " + f.string() + " --out " + (dir / "out").string());
-  EXPECT_EQ(r.exit_code, 2) << r.all;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   for (const std::string& p :
        {f.string() + ":8", std::string("all_gather"), std::string("PAT"), std::string("one GPU per node")})
-    EXPECT_NE(r.all.find(p), std::string::npos) << p << " missing:\n" << r.all;
+    EXPECT_NE(r.output.find(p), std::string::npos) << p << " missing:\n" << r.output;
   fs::remove_all(dir);
 }
 

@@ -1,5 +1,7 @@
 // `railyard run` and `railyard topo describe` through the real binary: bad input exits 2 with file, line, field and
 // fix, and leaves no output folder; good input writes complete, reproducible outputs.
+#include "cli_support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -15,41 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string output; ///< stdout and stderr together
-};
+using railyard::test::read_file;
+using railyard::test::CliResult;
+using railyard::test::run_cli;
 
-CliResult run_cli(const std::string& args)
-{
-  const std::string cmd = std::string(RAILYARD_CLI) + " " + args + " 2>&1";
-  CliResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p)
-    return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p))
-    r.output += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-fs::path temp_dir(const std::string& name)
-{
-  const fs::path d = fs::temp_directory_path() / ("railyard_cli_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string read_file(const fs::path& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+fs::path temp_dir(const std::string& name) { return railyard::test::temp_dir("cli_" + name); }
 
 // A valid scenario with one line replaced, so each bad case differs from a good one in exactly the field under test.
 std::string scenario_with(const std::string& cluster_line_4)

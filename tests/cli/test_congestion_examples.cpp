@@ -3,6 +3,8 @@
 // is derived here from the scenario's parameters (written out below, with the example they mirror) and from the laws
 // the outputs must obey: a bottleneck cannot carry more than its capacity, max-min shares one link equally, PFC loses
 // nothing, a ring step waits for its most loaded link. Nothing is pasted from the simulator's output.
+#include "cli_support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -39,32 +41,9 @@ constexpr double kPfcResponse = 4096 / kLinkBps;
 /// The queue model's default step (docs/congestion.md), which PFC shortens to at most a cable latency + response.
 constexpr double kTimeStep = 1e-6;
 
-struct CliResult {
-  int exit_code = -1;
-  std::string output; ///< stdout and stderr together
-};
-
-CliResult run_cli(const std::string& args)
-{
-  const std::string cmd = std::string(RAILYARD_CLI) + " " + args + " 2>&1";
-  CliResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p))
-    r.output += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string read_file(const fs::path& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using railyard::test::read_file;
+using railyard::test::run_cli;
+using railyard::test::CliResult;
 
 /// A CSV file with a header line; no field of Railyard's outputs contains a comma.
 class Csv {
@@ -153,12 +132,7 @@ struct RunOutput {
 const fs::path& scratch()
 {
   struct Dir {
-    fs::path path = fs::temp_directory_path() / ("railyard_congestion_" + std::to_string(getpid()));
-    Dir()
-    {
-      fs::remove_all(path);
-      fs::create_directories(path);
-    }
+    fs::path path = railyard::test::temp_dir("congestion");
     ~Dir() { fs::remove_all(path); }
   };
   static const Dir dir;
