@@ -1,5 +1,7 @@
 #include "railyard/sim/run.hpp"
 
+#include "output_dir.hpp"
+
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 
@@ -70,10 +72,8 @@ std::string num(double v) { return fmt::format("{}", v); }
 void write_outputs(const RunResult& result, const std::string& dir)
 {
   namespace fs = std::filesystem;
-  const fs::path final_dir(dir);
-  const fs::path partial = final_dir.string() + ".partial";
-  fs::remove_all(partial);
-  fs::create_directories(partial);
+  PartialDir folder(dir);
+  const fs::path& partial = folder.path();
 
   {
     std::ofstream csv(partial / "collectives.csv");
@@ -142,8 +142,7 @@ void write_outputs(const RunResult& result, const std::string& dir)
     std::ofstream out(partial / "summary.json");
     out << j.dump(2) << "\n";
   }
-  fs::remove_all(final_dir);
-  fs::rename(partial, final_dir);
+  folder.commit();
 }
 
 } // namespace railyard::sim

@@ -1,5 +1,7 @@
 #include "railyard/sim/run_workload.hpp"
 
+#include "output_dir.hpp"
+
 #include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/workloads/generator.hpp"
 #include "railyard/workloads/readers.hpp"
@@ -179,10 +181,8 @@ WorkloadRunResult run_workload(const Scenario& scenario)
 void write_workload_outputs(const WorkloadRunResult& result, const std::string& dir)
 {
   namespace fs = std::filesystem;
-  const fs::path final_dir(dir);
-  const fs::path partial = final_dir.string() + ".partial";
-  fs::remove_all(partial);
-  fs::create_directories(partial);
+  PartialDir folder(dir);
+  const fs::path& partial = folder.path();
   const ReplayResult& r = result.replay;
   const double step = r.step_time.value();
 
@@ -258,8 +258,7 @@ void write_workload_outputs(const WorkloadRunResult& result, const std::string& 
     std::ofstream out(partial / "summary.json");
     out << j.dump(2) << "\n";
   }
-  fs::remove_all(final_dir);
-  fs::rename(partial, final_dir);
+  folder.commit();
 }
 
 } // namespace railyard::sim
