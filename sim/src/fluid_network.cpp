@@ -65,7 +65,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
   for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
     LinkState& l = links_[id];
     l.capacity = topo_.link(id).bandwidth.value();
-    aux_[id].latency = topo_.link(id).latency.value();
+    l.latency = topo_.link(id).latency.value();
     const auto& from = topo_.vertex(topo_.link_source(id));
     const auto& to = topo_.vertex(topo_.link_target(id));
     const bool from_switch = from.kind == topo::VertexKind::Leaf || from.kind == topo::VertexKind::Spine ||
@@ -89,7 +89,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
       const auto& to = topo_.vertex(topo_.link_target(id));
       if (to.kind == topo::VertexKind::Leaf || to.kind == topo::VertexKind::Spine || to.kind == topo::VertexKind::Core)
-        step_ = std::min(step_, aux_[id].latency + cfg_.pfc.response_time.value());
+        step_ = std::min(step_, links_[id].latency + cfg_.pfc.response_time.value());
     }
   report_.stats.links.resize(links_.size());
   report_.link_info.resize(links_.size());
@@ -703,7 +703,7 @@ RouteRef Net::describe(const std::uint32_t* path, std::size_t hops) const
   RouteRef r;
   r.hops = static_cast<std::uint32_t>(hops);
   for (std::size_t h = 0; h < hops; ++h) {
-    r.latency += aux_[path[h]].latency;
+    r.latency += links_[path[h]].latency;
     r.fabric = r.fabric || links_[path[h]].queued;
   }
   return r;

@@ -107,6 +107,7 @@ private:
 /// over tens of thousands, so each must cost one miss at most. The rest is in LinkAux and LinkFill.
 struct alignas(64) LinkState {
   double capacity = 0;
+  double latency = 0;
   SlotList mm; ///< flows whose max-min rate this link constrains
   std::uint32_t flows_now = 0;
   std::uint32_t tot_max_flows = 0;
@@ -128,7 +129,6 @@ struct LinkFill {
 
 /// Queue-model and sampling state of a link.
 struct LinkAux {
-  double latency = 0;
   int stage = 0;         ///< position of this egress along up*/down* paths
   std::vector<Slot> fab; ///< flows queued at this egress port
   double queue = 0;

@@ -307,12 +307,12 @@ void Net::queue_step(double t0, double t1)
           is.resume_pending &= static_cast<std::uint8_t>(~bit);
           if (!(il.paused_mask & bit)) {
             is.pause_pending |= bit;
-            push(std::max(t1, crossing(pfc.xoff.value()) + is.latency + pfc.response_time.value()),
+            push(std::max(t1, crossing(pfc.xoff.value()) + il.latency + pfc.response_time.value()),
                  EventKind::PauseOn, in, static_cast<std::uint32_t>(prio));
           }
         } else if (occ < pfc.xon.value() && want_pause) {
           is.resume_pending |= bit;
-          push(std::max(t1, crossing(pfc.xon.value()) + is.latency), EventKind::PauseOff, in,
+          push(std::max(t1, crossing(pfc.xon.value()) + il.latency), EventKind::PauseOff, in,
                static_cast<std::uint32_t>(prio));
         }
       }
