@@ -168,18 +168,24 @@ std::uint32_t Net::alloc_message()
   return static_cast<std::uint32_t>(messages_.size() - 1);
 }
 
-std::uint32_t Net::alloc_request()
+std::uint32_t Net::alloc_request(std::uint32_t owner, std::uint64_t cookie)
 {
+  std::uint32_t r;
   if (!free_requests_.empty()) {
-    const std::uint32_t r = free_requests_.back();
+    r = free_requests_.back();
     free_requests_.pop_back();
-    requests_[r] = Request{};
-    requests_[r].in_use = true;
-    return r;
+  } else {
+    requests_.emplace_back();
+    r = static_cast<std::uint32_t>(requests_.size() - 1);
   }
-  requests_.emplace_back();
-  requests_.back().in_use = true;
-  return static_cast<std::uint32_t>(requests_.size() - 1);
+  Request& req = requests_[r];
+  req = Request{};
+  req.in_use = true;
+  req.owner = owner;
+  req.cookie = cookie;
+  if (owner & kClientBit)
+    req.client = clients_[owner & ~kClientBit].client;
+  return r;
 }
 
 void Net::send_from(std::uint32_t sender, int src, int dst, std::uint64_t tag, Bytes bytes)
@@ -228,11 +234,7 @@ std::uint32_t Net::recv_for(std::uint32_t owner, int dst, int src, std::uint64_t
 {
   if (src < 0 || dst < 0 || src >= topo_.num_gpus() || dst >= topo_.num_gpus())
     throw std::out_of_range(fmt::format("irecv {} <- {}: GPUs are 0..{}", dst, src, topo_.num_gpus() - 1));
-  const std::uint32_t r = alloc_request();
-  requests_[r].owner = owner;
-  requests_[r].cookie = cookie;
-  if (owner & kClientBit)
-    requests_[r].client = clients_[owner & ~kClientBit].client;
+  const std::uint32_t r = alloc_request(owner, cookie);
   Conn& c = conns_[(owner & kClientBit) ? memo_connection(clients_[owner & ~kClientBit].last_recv, src, dst, tag)
                                         : connection(src, dst, tag)];
   if (c.send_head != kNone) {
@@ -262,11 +264,7 @@ void Net::match(std::uint32_t m, std::uint32_t r)
 
 std::uint32_t Net::timer_for(std::uint32_t owner, Seconds at, std::uint64_t cookie)
 {
-  const std::uint32_t r = alloc_request();
-  requests_[r].owner = owner;
-  requests_[r].cookie = cookie;
-  if (owner & kClientBit)
-    requests_[r].client = clients_[owner & ~kClientBit].client;
+  const std::uint32_t r = alloc_request(owner, cookie);
   const double t = std::max(at.value(), clock());
   push(t, EventKind::Timer, r, 0);
   arm(t);
@@ -389,7 +387,12 @@ void Net::complete_request(std::uint32_t r, double t)
   FlowClient* client = req.client;
   req = Request{};
   free_requests_.push_back(r);
-  client->on_complete(cookie);
+  deliver(*client, cookie);
+}
+
+void Net::deliver(FlowClient& client, std::uint64_t cookie)
+{
+  client.on_complete(cookie);
   client_work_done();
 }
 
@@ -568,10 +571,7 @@ void Net::dispatch(const Event& e, double now)
   }
   case EventKind::Arrival: complete_message(e.a, e.t); break;
   case EventKind::Timer: complete_request(e.a, e.t); break;
-  case EventKind::ClientTimer:
-    clients_[e.a].client->on_complete(e.b);
-    client_work_done();
-    break;
+  case EventKind::ClientTimer: deliver(*clients_[e.a].client, e.b); break;
   case EventKind::Step: step_scheduled_ = false; break;
   case EventKind::Sample:
     sample_scheduled_ = false;

@@ -344,6 +344,8 @@ private:
   std::uint32_t timer_for(std::uint32_t owner, Seconds at, std::uint64_t cookie);
   /// A request is done at `t`: an actor owner is woken, a client owner called back.
   void complete_request(std::uint32_t r, double t);
+  /// A client's receive or timer completed: calls it back and counts the work done.
+  void deliver(FlowClient& client, std::uint64_t cookie);
   /// One of `sender`'s transfers ended.
   void send_ended(std::uint32_t sender);
   /// A client callback delivered: wakes the actor in wait_clients() once no client has anything pending.
@@ -351,7 +353,8 @@ private:
   /// The connection's index in conns_, created on first use.
   std::uint32_t connection(int src, int dst, std::uint64_t tag);
   std::uint32_t alloc_message();
-  std::uint32_t alloc_request();
+  /// A request of `owner` (an actor's pid or kClientBit | client) carrying `cookie`.
+  std::uint32_t alloc_request(std::uint32_t owner, std::uint64_t cookie);
   std::uint32_t alloc_flow();
   void match(std::uint32_t message, std::uint32_t request);
   void wake(std::uint32_t actor);
