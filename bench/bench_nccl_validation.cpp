@@ -178,6 +178,23 @@ Outcome simulate(const Case& c, const models::HostIssueCost* host)
   return o;
 }
 
+// A row of a published 8-GPU all_reduce time sweep (not a validation point) as a case to simulate.
+Case sweep_row(const std::string& name, const std::string& system, double nvlink_GBps, const HostRow& row,
+               const std::string& source)
+{
+  Case c;
+  c.name = name;
+  c.system = system;
+  c.nvlink_GBps = nvlink_GBps;
+  c.ranks = 8;
+  c.kind = models::CollectiveKind::AllReduce;
+  c.bytes = row.bytes;
+  c.metric = Metric::TimeUs;
+  c.measured = row.measured_us;
+  c.source = source;
+  return c;
+}
+
 // Fits the A100 run's host issue cost to kA100HostRows, printing each row with its channels and device time.
 models::HostIssueCost fit_a100_host(const std::string& source, int calls)
 {
@@ -185,17 +202,7 @@ models::HostIssueCost fit_a100_host(const std::string& source, int calls)
   fmt::print("{:>10} {:>9} {:>12} {:>14}\n", "size", "channels", "measured", "device (sim)");
   std::vector<models::HostBoundSample> samples;
   for (const auto& row : kA100HostRows) {
-    Case c;
-    c.name = "A100 host row";
-    c.system = "dgx_a100";
-    c.nvlink_GBps = kA100NvlinkGBps;
-    c.ranks = 8;
-    c.kind = models::CollectiveKind::AllReduce;
-    c.bytes = row.bytes;
-    c.metric = Metric::TimeUs;
-    c.measured = row.measured_us;
-    c.source = source;
-    const Outcome o = simulate(c, nullptr);
+    const Outcome o = simulate(sweep_row("A100 host row", "dgx_a100", kA100NvlinkGBps, row, source), nullptr);
     fmt::print("{:>10} {:>9} {:>9.1f} us {:>11.1f} us  {}\n", format_bytes(Bytes(row.bytes)), o.channels,
                row.measured_us, o.device, o.choice);
     // A row the simulated device alone nearly explains would not measure the host: refuse to fit it.
@@ -287,16 +294,7 @@ void mid_size_diagnosis(const std::string& label, const std::string& system, dou
              "gap per slice", "NCCL choice");
   std::vector<GapRow> rows;
   for (const auto& r : sweep) {
-    Case c;
-    c.name = label + " Simple row";
-    c.system = system;
-    c.nvlink_GBps = nvlink_GBps;
-    c.ranks = 8;
-    c.kind = models::CollectiveKind::AllReduce;
-    c.bytes = r.bytes;
-    c.metric = Metric::TimeUs;
-    c.measured = r.measured_us;
-    c.source = source;
+    const Case c = sweep_row(label + " Simple row", system, nvlink_GBps, r, source);
     const Outcome o = simulate(c, nullptr);
     const double gap = r.measured_us - o.device;
     const bool ring_simple = o.choice.rfind("Ring/Simple", 0) == 0;
