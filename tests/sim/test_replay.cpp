@@ -1,6 +1,7 @@
 // Workload replay against closed forms: the 1F1B bubble, overlap accounting of a send, a lowered collective replayed
 // like the collective runner runs it, breakdowns that add up, deterministic timelines.
 #include "railyard/common/child_process.hpp"
+#include "replay_support.hpp"
 
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
@@ -22,34 +23,8 @@ using namespace railyard::workloads;
 
 namespace {
 
-topo::ClusterSpec one_node(int gpus, double nvlink_GBps = 100, double hop_us = 0.5)
-{
-  topo::ClusterSpec s;
-  s.kind = topo::ClusterKind::SingleNode;
-  s.nodes = 1;
-  s.gpus_per_node = gpus;
-  s.nvlink_bandwidth = units::GBps(nvlink_GBps);
-  s.nvlink_latency = units::us(hop_us);
-  return s;
-}
-
-// A roofline with no launch overhead and no memory limit worth the name: a kernel takes flops / peak.
-calibration::Profile flops_only_profile(double peak_flops)
-{
-  calibration::Profile p;
-  p.system = "test";
-  calibration::KernelModel k;
-  k.launch_overhead = Seconds(0);
-  k.memory_bandwidth = BytesPerSec(1e30);
-  k.memory_efficiency = 1;
-  calibration::ComputeParams c;
-  c.dtype = calibration::DType::Bf16;
-  c.peak_flops = peak_flops;
-  c.efficiency = 1;
-  k.compute.push_back(c);
-  p.kernel = k;
-  return p;
-}
+using railyard::test::flops_only_profile;
+using railyard::test::one_node;
 
 } // namespace
 

@@ -1,5 +1,6 @@
 // GEMMs in the replay: timed by waves of output tiles (calibration::GemmTiling), and sharing the GPU's SMs with the
 // NCCL kernels of collectives that run at the same time (one SM per channel, NVIDIA/nccl src/enqueue.cc).
+#include "replay_support.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/sim/replay.hpp"
 
@@ -15,34 +16,14 @@ namespace {
 constexpr double kPeak = 100e12; // FLOP/s at efficiency 1
 constexpr int kSms = 100;
 
+using railyard::test::one_node;
+
 // Tiles of 128 x 128 on 100 SMs, no launch overhead, memory never the limit.
 calibration::Profile tiled_profile()
 {
-  calibration::Profile p;
-  p.system = "test";
-  calibration::KernelModel k;
-  k.launch_overhead = Seconds(0);
-  k.memory_bandwidth = BytesPerSec(1e30);
-  k.memory_efficiency = 1;
-  calibration::ComputeParams c;
-  c.dtype = calibration::DType::Bf16;
-  c.peak_flops = kPeak;
-  c.efficiency = 1;
-  k.compute.push_back(c);
-  k.gemm = calibration::GemmTiling{128, 128, "test", kSms, "test", 0};
-  p.kernel = k;
+  calibration::Profile p = railyard::test::flops_only_profile(kPeak);
+  p.kernel->gemm = calibration::GemmTiling{128, 128, "test", kSms, "test", 0};
   return p;
-}
-
-topo::ClusterSpec one_node(int gpus)
-{
-  topo::ClusterSpec s;
-  s.kind = topo::ClusterKind::SingleNode;
-  s.nodes = 1;
-  s.gpus_per_node = gpus;
-  s.nvlink_bandwidth = units::GBps(100);
-  s.nvlink_latency = units::us(0.5);
-  return s;
 }
 
 // The GEMM: [12800 x 1280] over k = 4096: 100 x 10 = 1000 tiles, 10 waves on 100 SMs.
