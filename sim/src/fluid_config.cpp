@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace railyard::sim {
 
 void parse_network(const YamlNode& net, SimulationConfig& config)
@@ -12,10 +14,9 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
                    "dcqcn", "pfc", "mtu", "time_step", "outputs"});
   if (auto b = net.get("backend")) {
     const std::string name = b->as_string();
-    if (name == "simgrid")
-      config.backend = Backend::SimGrid;
-    else if (name == "fluid")
-      config.backend = Backend::Fluid;
+    const auto* k = std::find_if(kBackends.begin(), kBackends.end(), [&](Backend x) { return to_string(x) == name; });
+    if (k != kBackends.end())
+      config.backend = *k;
     else
       b->fail(fmt::format("unknown network backend '{}'", name),
               "use 'simgrid' (SimGrid's max-min solver, the reference) or 'fluid' (Railyard's flow-level network: "

@@ -73,7 +73,13 @@ nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
 {
   nlohmann::ordered_json j;
   if (!result.profile_collectives) {
-    j["model"] = result.replay.comm == CommModel::Analytical ? "schedule" : nullptr;
+    // What times a collective: its lowered schedule alone on the fabric (analytical), the same schedule's transfers
+    // on the network with everything else in flight (flows), or nothing (ideal: free once every member arrived).
+    switch (result.replay.comm) {
+    case CommModel::Analytical: j["model"] = "schedule"; break;
+    case CommModel::Flows: j["model"] = "flows"; break;
+    case CommModel::Ideal: j["model"] = "none"; break;
+    }
     return j;
   }
   j["model"] = "profile";

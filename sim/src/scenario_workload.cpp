@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace railyard::sim {
@@ -133,8 +134,7 @@ void parse_trace(const YamlNode& node, const std::string& scenario_file, Workloa
       {"trace", "path", "comm_group", "world_size", "model_parallel", "tick", "infer_cross_stream_deps", "replay"});
   const YamlNode fmt_node = node.at("trace");
   w.trace_format = fmt_node.as_string();
-  static const std::vector<std::string> kFormats{"chakra", "kineto", "simai", "astrasim1", "aicb"};
-  if (std::find(kFormats.begin(), kFormats.end(), w.trace_format) == kFormats.end())
+  if (std::find(kTraceFormats.begin(), kTraceFormats.end(), w.trace_format) == kTraceFormats.end())
     fmt_node.fail(fmt::format("unknown trace format '{}'", w.trace_format),
                   "use chakra, kineto, simai, astrasim1 or aicb");
   const YamlNode path = node.at("path");
@@ -172,12 +172,9 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
   r->expect_keys({"communication", "collective_model", "measured_durations", "host_launch", "trace_ranks"});
   if (auto c = r->get("communication")) {
     const std::string s = c->as_string();
-    if (s == "flows")
-      w.replay.comm = CommModel::Flows;
-    else if (s == "analytical")
-      w.replay.comm = CommModel::Analytical;
-    else if (s == "ideal")
-      w.replay.comm = CommModel::Ideal;
+    const auto* m = std::find_if(kCommModels.begin(), kCommModels.end(), [&](CommModel x) { return to_string(x) == s; });
+    if (m != kCommModels.end())
+      w.replay.comm = *m;
     else
       c->fail(fmt::format("unknown communication model '{}'", s),
               "use flows (every transfer on the network), analytical (each collective alone on the fabric) or ideal");

@@ -46,6 +46,9 @@ enum class CommModel {
   Ideal,      ///< communication is free; only its ordering (rendezvous, message arrival) remains
 };
 std::string to_string(CommModel m);
+/// Every communication model a scenario can name (`to_string` of each is its name): the parser accepts exactly these,
+/// and the CLI tests run each of them through the binary.
+inline constexpr std::array kCommModels{CommModel::Flows, CommModel::Analytical, CommModel::Ideal};
 
 struct ReplayOptions {
   CommModel comm = CommModel::Flows;

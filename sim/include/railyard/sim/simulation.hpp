@@ -8,6 +8,7 @@
 #include "railyard/sim/fluid.hpp"
 #include "railyard/topologies/topology.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,6 +29,8 @@ struct SimulationConfig {
 };
 
 std::string to_string(Backend b);
+/// Every backend a scenario can name (`to_string` of each is its name), as kCommModels.
+inline constexpr std::array kBackends{Backend::SimGrid, Backend::Fluid};
 
 /// Reads a scenario's `network:` section into `config`: backend, pxn, time_precision, and for the fluid backend ecmp,
 /// qps_per_connection, spray_max_paths, cc, dcqcn, pfc, mtu, time_step and outputs. Fluid-only fields under the

@@ -7,10 +7,15 @@
 #include "railyard/workloads/generator.hpp"
 #include "railyard/workloads/readers.hpp"
 
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace railyard::sim {
+
+/// Every trace format `workload.trace` accepts; the CLI tests replay one real trace of each through the binary.
+inline constexpr std::array<std::string_view, 5> kTraceFormats{"chakra", "kineto", "simai", "astrasim1", "aicb"};
 
 struct WorkloadSpec {
   enum class Kind { Megatron, Trace };
