@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <iostream>
 #include <memory>
 
@@ -16,6 +19,8 @@ void add_run_command(CLI::App& app, Action* action)
     std::string scenario;
     std::string out;
     std::optional<std::uint64_t> seed;
+    bool progress = false;
+    double progress_interval_s = 2.0;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Simulate a scenario: a cluster with collectives (writes summary.json and "
@@ -24,14 +29,30 @@ void add_run_command(CLI::App& app, Action* action)
   cmd->add_option("scenario", opts->scenario, "scenario YAML file")->required();
   cmd->add_option("--out,-o", opts->out, "output folder (default: out/<scenario name>)");
   cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing)");
+  cmd->add_flag("--progress", opts->progress,
+                "print progress to stderr (simulated time, transfers or ops done, rate, ETA) even when stderr is not a "
+                "terminal; on a terminal it is printed anyway");
+  cmd->add_option("--progress-interval", opts->progress_interval_s, "seconds between progress lines (default 2)")
+      ->check(CLI::Range(0.01, 3600.0));
   cmd->callback([opts, action] {
     *action = [opts] {
       sim::Scenario scenario = sim::load_scenario(opts->scenario);
       if (opts->seed)
         scenario.sim.seed = *opts->seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
+      // Progress goes to stderr on a terminal, or anywhere with --progress; the probe is only written by the engines.
+      sim::ProgressProbe probe;
+      std::unique_ptr<sim::ProgressReporter> reporter;
+      if (opts->progress || isatty(STDERR_FILENO)) {
+        scenario.sim.progress = &probe;
+        reporter = std::make_unique<sim::ProgressReporter>(
+            probe, scenario.workload ? sim::ProgressProbe::Unit::Ops : sim::ProgressProbe::Unit::Transfers, std::cerr,
+            std::chrono::milliseconds(static_cast<long>(opts->progress_interval_s * 1000)));
+      }
       if (scenario.workload) {
-        const sim::WorkloadRunResult w = sim::run_workload(scenario);
+        sim::WorkloadRunResult w = sim::run_workload(scenario);
+        if (reporter) reporter->finish();
+        w.scenario.sim.progress = nullptr;
         sim::write_workload_outputs(w, out);
         const auto& r = w.replay;
         const double step = r.step_time.value();
@@ -49,7 +70,9 @@ void add_run_command(CLI::App& app, Action* action)
         std::cout << "wrote " << out << "/summary.json, breakdown.csv and trace.json\n";
         return 0;
       }
-      const sim::RunResult result = sim::run_scenario(scenario);
+      sim::RunResult result = sim::run_scenario(scenario);
+      if (reporter) reporter->finish();
+      result.scenario.sim.progress = nullptr;
       sim::write_outputs(result, out);
       std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14} {:>12} {:>12}\n", "op", "ranks", "algorithm",
                                "protocol", "ch", "time(us)", "algbw(GB/s)", "busbw(GB/s)");

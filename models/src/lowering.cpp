@@ -76,6 +76,15 @@ std::size_t Schedule::num_steps() const
   return total;
 }
 
+std::size_t Schedule::num_transfers() const
+{
+  std::size_t total = 0;
+  for (const auto& ch : channels)
+    for (const auto& s : ch)
+      total += patterns[s.pattern].num_sends();
+  return total;
+}
+
 Bytes Schedule::bytes_sent_by(int rank) const
 {
   Bytes total{0};

@@ -504,6 +504,7 @@ void Net::process(double t)
     now_ = std::max(now_, t);
     t = now_;
     process_date(t);
+    if (progress_) progress_->publish_transfers(t, totals_.flows_received);
     const double next = next_time();
     if (!(next < kInf) || !may_run_ahead(next))
       break;
@@ -991,6 +992,7 @@ void FluidNetwork::client_watch_sends(std::uint32_t client) { impl_->net.client_
 void FluidNetwork::wait_clients() { impl_->net.wait_clients(); }
 Seconds FluidNetwork::now() const { return Seconds(impl_->net.clock()); }
 const FlowTotals& FluidNetwork::totals() const { return impl_->net.totals(); }
+void FluidNetwork::set_progress(ProgressProbe* probe) { impl_->net.set_progress(probe); }
 void FluidNetwork::set_priority(int src, int dst, std::uint64_t tag, int priority)
 {
   impl_->net.set_priority(src, dst, tag, priority);

@@ -302,6 +302,7 @@ public:
   void set_priority(int src, int dst, std::uint64_t tag, int priority);
   void on_queue_step(std::function<void(const QueueStep&)> observer) { observer_ = std::move(observer); }
   [[nodiscard]] const FlowTotals& totals() const { return totals_; }
+  void set_progress(ProgressProbe* probe) { progress_ = probe; }
   [[nodiscard]] const FluidConfig& config() const { return cfg_; }
   const FluidReport& report();
   /// The current date: SimGrid's, or the network's own while it runs ahead through dates nothing else acts on.
@@ -478,6 +479,7 @@ private:
   double armed_t_ = kInf;
   double now_ = 0;
   bool processing_ = false;
+  ProgressProbe* progress_ = nullptr; ///< written after every date, never read (railyard run --progress)
   bool woke_ = false; ///< an actor was woken during this process() call
   std::vector<simgrid::s4u::Actor*> deferred_;
   std::vector<std::uint32_t> pending_; ///< matched transfers to start at the next process()

@@ -187,6 +187,12 @@ public:
           {w_.source, 0, "workload"},
           fmt::format("the workload has {} ranks but the cluster only {} GPUs", w_.world_size(), topo_.num_gpus()),
           "give a cluster with at least as many GPUs as the workload has ranks");
+    if (cfg_.progress) {
+      std::uint64_t ops = 0;
+      for (int r = 0; r < w_.world_size(); ++r)
+        ops += w_.graph_of(r).size();
+      cfg_.progress->total.store(ops, std::memory_order_relaxed);
+    }
     build_programs();
     build_ranks();
     build_messages();
@@ -485,6 +491,7 @@ private:
   {
     rt.done[op] = 1;
     ++rt.ops;
+    if (cfg_.progress) cfg_.progress->publish_ops(end, ++ops_done_);
     rt.first_start = std::min(rt.first_start, start);
     rt.last_end = std::max(rt.last_end, end);
     if (rt.traced) events_.push_back({rt.rank, rt.prog->g->op(op).stream, op, start, end});
@@ -1129,6 +1136,7 @@ private:
   std::map<std::tuple<int, int, double, int>, double> analytical_;
   std::vector<int> traced_;
   std::vector<TraceEvent> events_;
+  std::uint64_t ops_done_ = 0; ///< over all ranks, for the progress probe only
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::uint64_t seq_ = 0;
   double now_ = 0;

@@ -48,6 +48,12 @@ RunResult run_scenario(const Scenario& scenario)
     }
   }
 
+  if (ProgressProbe* probe = scenario.sim.progress) {
+    std::size_t transfers = 0;
+    for (const auto& s : schedules)
+      transfers += s.num_transfers();
+    probe->total.store(transfers, std::memory_order_relaxed);
+  }
   Simulation sim(topology, scenario.sim);
   const auto timings = run_schedules(sim, schedules);
   for (std::size_t i = 0; i < timings.size(); ++i) {

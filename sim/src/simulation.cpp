@@ -60,8 +60,15 @@ Simulation::Simulation(const topo::Topology& topology, SimulationConfig config)
       impl_->hosts.push_back(zone->create_host(topology_.vertex(topology_.gpu_vertex(g)).name, 1e15)->seal());
     zone->seal();
     auto fluid = std::make_unique<FluidNetwork>(topology_, config_.fluid, config_.seed, config_.pxn);
+    fluid->set_progress(config_.progress);
     impl_->fluid = fluid.get();
     impl_->network = std::move(fluid);
+  }
+  if (ProgressProbe* probe = config_.progress) {
+    // SimGrid's signals are process-wide, as its engine is: one Simulation per process (see the header).
+    FlowNetwork* net = impl_->network.get();
+    sg::s4u::Engine::on_time_advance_cb(
+        [probe, net](double) { probe->publish_transfers(sg::s4u::Engine::get_clock(), net->totals().flows_received); });
   }
 }
 

@@ -35,13 +35,67 @@ private:
 
 } // namespace
 
-Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
+namespace {
+
+void validate(const ClusterSpec& spec, const InputLocation& where)
 {
   if (auto problem = detail::find_problem(spec)) {
     InputLocation at = where;
     at.field = where.field.empty() ? problem->field : where.field + "." + problem->field;
     throw InputError(at, problem->rule, problem->fix);
   }
+}
+
+} // namespace
+
+TopologySize topology_size(const ClusterSpec& spec, const InputLocation& where)
+{
+  // The counts build_topology's loops produce, kind by kind (keep the two in step; tests compare them).
+  validate(spec, where);
+  const std::size_t nics = static_cast<std::size_t>(spec.gpus());
+  const std::size_t gpn = static_cast<std::size_t>(spec.gpus_per_node);
+  const std::size_t half = static_cast<std::size_t>(spec.radix / 2);
+  const std::size_t uplinks = static_cast<std::size_t>(detail::leaf_uplinks(spec));
+  std::size_t leaves = 0, tier2 = 0, cores = 0, up_cables = 0;
+  switch (spec.kind) {
+  case ClusterKind::SingleNode:
+    break;
+  case ClusterKind::FatTree:
+    if (spec.tiers == 3) {
+      const auto pods = static_cast<std::size_t>(detail::ceil_div(static_cast<long long>(nics),
+                                                                  static_cast<long long>(half * half)));
+      leaves = pods * half;
+      tier2 = pods * uplinks;
+      cores = uplinks * half;
+      up_cables = leaves * uplinks + tier2 * half;
+    } else {
+      leaves = static_cast<std::size_t>(detail::ceil_div(static_cast<long long>(nics), spec.leaf_downlinks));
+      tier2 = uplinks;
+      up_cables = leaves * tier2;
+    }
+    break;
+  case ClusterKind::RailOptimized:
+    leaves = static_cast<std::size_t>(detail::ceil_div(spec.nodes, spec.leaf_downlinks)) * gpn;
+    tier2 = uplinks;
+    up_cables = leaves * tier2;
+    break;
+  case ClusterKind::RailOnly:
+    leaves = gpn;
+    break;
+  }
+  TopologySize s;
+  const std::size_t nvswitches = spec.nvswitch ? static_cast<std::size_t>(spec.nodes) : 0;
+  s.leaves = leaves;
+  s.switches = leaves + tier2 + cores;
+  s.vertices = 2 * nics + nvswitches + s.switches;
+  const std::size_t cables = nics * (spec.nvswitch ? 2 : 1) + (leaves > 0 ? nics : 0) + up_cables;
+  s.links = 2 * cables;
+  return s;
+}
+
+Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
+{
+  validate(spec, where);
 
   GraphBuilder b(spec);
   const int gpn = spec.gpus_per_node;

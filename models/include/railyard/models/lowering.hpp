@@ -30,6 +30,8 @@ public:
 
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] int nranks() const { return static_cast<int>(send_offsets_.size()) - 1; }
+  /// Sends of all ranks together: the transfers one step with this pattern starts.
+  [[nodiscard]] std::size_t num_sends() const { return send_peers_.size(); }
   [[nodiscard]] std::span<const std::int32_t> sends(int rank) const
   {
     return {send_peers_.data() + send_offsets_[rank], send_peers_.data() + send_offsets_[rank + 1]};
@@ -87,6 +89,8 @@ struct Schedule {
 
   [[nodiscard]] int nranks() const { return static_cast<int>(gpus.size()); }
   [[nodiscard]] std::size_t num_steps() const;
+  /// Point-to-point transfers the schedule starts: over channels and steps, the sends of the step's pattern.
+  [[nodiscard]] std::size_t num_transfers() const;
   /// Bytes every rank sends in total: sum over channels and steps of bytes x weight of each send.
   [[nodiscard]] Bytes bytes_sent_by(int rank) const;
 };

@@ -12,6 +12,7 @@
 #include "railyard/models/cc/dcqcn.hpp"
 #include "railyard/models/cc/pfc.hpp"
 #include "railyard/sim/flow_network.hpp"
+#include "railyard/sim/progress.hpp"
 #include "railyard/topologies/topology.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -162,6 +163,8 @@ public:
   void wait_clients() override;
   [[nodiscard]] Seconds now() const override;
   [[nodiscard]] const FlowTotals& totals() const override;
+  /// Publishes simulated time and transfers delivered into `probe` at every date the network processes (null: none).
+  void set_progress(ProgressProbe* probe);
 
   /// The 802.1p priority of transfers on connection (src, dst, tag); others use config.pfc.priority.
   void set_priority(int src, int dst, std::uint64_t tag, int priority);

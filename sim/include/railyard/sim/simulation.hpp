@@ -6,6 +6,7 @@
 #include "railyard/common/yaml.hpp"
 #include "railyard/sim/flow_network.hpp"
 #include "railyard/sim/fluid.hpp"
+#include "railyard/sim/progress.hpp"
 #include "railyard/topologies/topology.hpp"
 
 #include <array>
@@ -26,6 +27,9 @@ struct SimulationConfig {
   bool pxn = true;            ///< NCCL's PXN: cross-rail inter-node flows cross NVLink first (NCCL_PXN_DISABLE=0)
   double time_precision = 1e-9; ///< SimGrid surf/precision (seconds); see DESIGN.md for the speed trade-off
   FluidConfig fluid;            ///< ECMP mode, QPs, congestion control and outputs of the fluid backend
+  /// Not part of a scenario: where the engine publishes its progress (transfers delivered, simulated time) for
+  /// `railyard run --progress`; null for none. Only written, never read, by the simulation.
+  ProgressProbe* progress = nullptr;
 };
 
 std::string to_string(Backend b);

@@ -190,4 +190,14 @@ private:
 /// cluster with more nodes than a rail switch has ports, ...) are an InputError naming the field.
 Topology build_topology(const ClusterSpec& spec, const InputLocation& where = {});
 
+/// What build_topology(spec) will hold, counted without building it (so a run can refuse a cluster its memory cannot
+/// hold before allocating it). Same validation and same InputError as build_topology.
+struct TopologySize {
+  std::size_t vertices = 0; ///< GPUs, NICs, NVSwitches and fabric switches
+  std::size_t links = 0;    ///< directed links: two per cable
+  std::size_t leaves = 0;   ///< fabric switches at the first tier (each has a bitset row of below())
+  std::size_t switches = 0; ///< fabric switches of every tier
+};
+TopologySize topology_size(const ClusterSpec& spec, const InputLocation& where = {});
+
 } // namespace railyard::topo
