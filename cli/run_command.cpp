@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include "railyard/common/output_dir.hpp"
 #include "railyard/sim/run.hpp"
 #include "railyard/sim/run_workload.hpp"
 
@@ -16,13 +17,20 @@ void add_run_command(CLI::App& app, Action* action)
     std::string scenario;
     std::string out;
     std::optional<std::uint64_t> seed;
+    bool force = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Simulate a scenario: a cluster with collectives (writes summary.json and "
                                             "collectives.csv: time, algbw, busbw per collective) or with a workload "
                                             "(writes summary.json: step time, breakdown, MFU; breakdown.csv; trace.json)");
   cmd->add_option("scenario", opts->scenario, "scenario YAML file")->required();
-  cmd->add_option("--out,-o", opts->out, "output folder (default: out/<scenario name>)");
+  cmd->add_option("--out,-o", opts->out,
+                  "output folder (default: out/<scenario name>); written as <DIR>.partial and renamed at the end. An "
+                  "existing folder is replaced only if it is empty or an earlier Railyard output holding nothing else");
+  cmd->add_flag("--force", opts->force,
+                "replace an existing --out folder (and a leftover <DIR>.partial) even if Railyard did not write it; "
+                "never the working directory, the home folder, a folder above them, or one holding the scenario or "
+                "its inputs");
   cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing)");
   cmd->callback([opts, action] {
     *action = [opts] {
@@ -30,9 +38,11 @@ void add_run_command(CLI::App& app, Action* action)
       if (opts->seed)
         scenario.sim.seed = *opts->seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
+      // Before simulating: a folder that cannot or may not be written is refused now, not after a long run.
+      OutputDir folder(out, {opts->force, "--out", "run", scenario.file, scenario.input_files()});
       if (scenario.workload) {
         const sim::WorkloadRunResult w = sim::run_workload(scenario);
-        sim::write_workload_outputs(w, out);
+        sim::write_workload_outputs(w, folder);
         const auto& r = w.replay;
         const double step = r.step_time.value();
         std::cout << fmt::format("workload: {} ({} ranks, {} programs)\n", w.workload.source, w.workload.world_size(),
@@ -50,7 +60,7 @@ void add_run_command(CLI::App& app, Action* action)
         return 0;
       }
       const sim::RunResult result = sim::run_scenario(scenario);
-      sim::write_outputs(result, out);
+      sim::write_outputs(result, folder);
       std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14} {:>12} {:>12}\n", "op", "ranks", "algorithm",
                                "protocol", "ch", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
       for (const auto& c : result.collectives)

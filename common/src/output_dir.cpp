@@ -147,6 +147,15 @@ OutputDir::OutputDir(const std::string& dir, OutputDirOptions options) : given_(
     if (!fs::is_directory(st))
       refuse(fmt::format("'{}' exists and is not a folder", final_.string()),
              "choose a new folder for the output (--out names a folder; a file there is never replaced)");
+    // A mount point cannot be renamed over (EXDEV): found out now, not after the simulation.
+    struct stat folder_st = {};
+    struct stat parent_st = {};
+    if (::stat(final_.c_str(), &folder_st) == 0 && ::stat(final_.parent_path().c_str(), &parent_st) == 0 &&
+        folder_st.st_dev != parent_st.st_dev)
+      refuse(fmt::format("'{}' is a mount point, and Railyard puts a finished output in place by renaming, which "
+                         "cannot cross file systems",
+                         final_.string()),
+             fmt::format("choose a folder inside it, e.g. --out {}/run1", final_.string()));
     std::vector<std::string> entries;
     for (const auto& e : fs::directory_iterator(final_, ec))
       entries.push_back(e.path().filename().string());
