@@ -143,7 +143,9 @@ OutputDir::OutputDir(const std::string& dir, OutputDirOptions options) : given_(
 
   const fs::file_status st = fs::symlink_status(final_, ec);
   if (fs::exists(st)) {
-    if (fs::is_symlink(st)) refuse("it is a symbolic link to nothing", "remove the link, or choose another path");
+    if (fs::is_symlink(st))
+      refuse(fmt::format("'{}' is a symbolic link to nothing", final_.string()),
+             "remove the link, or choose another path");
     if (!fs::is_directory(st))
       refuse(fmt::format("'{}' exists and is not a folder", final_.string()),
              "choose a new folder for the output (--out names a folder; a file there is never replaced)");
