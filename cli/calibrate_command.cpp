@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -88,6 +89,19 @@ int run_calibrate(const CalibrateCliOptions& o)
                      "write e.g. --split-above 0.05 for 5%");
   options.piecewise.max_pieces = o.max_pieces;
   options.piecewise.split_above_max_rel_error = o.split_above;
+  // The profile never replaces one of the measurements it is fitted from.
+  {
+    namespace fs = std::filesystem;
+    std::error_code ec_out;
+    const fs::path out = fs::weakly_canonical(fs::absolute(o.out, ec_out), ec_out);
+    for (const auto& input : calibration::expand_inputs(o.from)) {
+      std::error_code ec, ec_in;
+      const fs::path in = fs::weakly_canonical(fs::absolute(input, ec_in), ec_in);
+      if (fs::equivalent(o.out, input, ec) || (!ec_out && !ec_in && out == in))
+        throw InputError({o.out, 0, "--out"}, fmt::format("the profile to write is the input '{}'", input),
+                         "name a new file for --out, e.g. --out my_cluster.yaml");
+    }
+  }
   const auto result = calibration::calibrate(o.from, options);
   calibration::write_profile(result.profile, o.out);
   print_summary(result, std::cout);
@@ -116,7 +130,10 @@ void add_calibrate_command(CLI::App& app, Action* action)
   cmd->add_option("--from", opts->from, "nccl-tests logs, calibration CSVs, or folders holding them")
       ->required()
       ->expected(1, -1);
-  cmd->add_option("--out", opts->out, "profile YAML to write (written to OUT.tmp, then renamed)")->required();
+  cmd->add_option(
+         "--out", opts->out,
+         "profile YAML to write (written to a temporary file beside it, then renamed; never one of the --from inputs)")
+      ->required();
   cmd->add_option("--system", opts->system, "system name in the profile (default: calibrated_<gpu model>)");
   cmd->add_option("--description", opts->description, "free text stored in the profile");
   cmd->add_option("--intra-node-link", opts->intra_node_link,

@@ -12,6 +12,9 @@ int main(int argc, char** argv)
   CLI::App app{"Railyard: discrete-event network and collective simulator for GPU clusters", "railyard"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "railyard 0.1.0");
+  app.footer("Exit codes: 0 success; 2 bad input (the message names the file, line or option, the rule broken and "
+             "the fix); 3 internal error (a bug: please report it); 4 an output could not be written (disk full, "
+             "I/O error: the message names the file and the reason; no incomplete output is left looking complete).");
   railyard::cli::Action action;
   railyard::cli::add_run_command(app, &action);
   railyard::cli::add_topo_command(app, &action);
@@ -23,10 +26,19 @@ int main(int argc, char** argv)
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    return action ? action() : 2;
+    const int code = action ? action() : 2;
+    // A table printed into a full disk or a closed pipe is an output that did not arrive.
+    std::cout.flush();
+    if (!std::cout)
+      throw railyard::OutputError("standard output", "writing the results failed", 0,
+                                  "check where the standard output goes (a full disk, a closed pipe)");
+    return code;
   } catch (const railyard::InputError& e) {
     std::cerr << "railyard: error: " << e.what() << "\n";
     return 2;
+  } catch (const railyard::OutputError& e) {
+    std::cerr << "railyard: error: " << e.what() << "\n";
+    return 4;
   } catch (const std::exception& e) {
     std::cerr << "railyard: internal error: " << e.what() << "\n";
     return 3;

@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include "railyard/common/output_dir.hpp"
 #include "railyard/sim/run.hpp"
 #include "railyard/sim/run_workload.hpp"
 
@@ -19,6 +20,7 @@ void add_run_command(CLI::App& app, Action* action)
     std::string scenario;
     std::string out;
     std::optional<std::uint64_t> seed;
+    bool force = false;
     bool progress = false;
     double progress_interval_s = 2.0;
   };
@@ -27,7 +29,13 @@ void add_run_command(CLI::App& app, Action* action)
                                             "collectives.csv: time, algbw, busbw per collective) or with a workload "
                                             "(writes summary.json: step time, breakdown, MFU; breakdown.csv; trace.json)");
   cmd->add_option("scenario", opts->scenario, "scenario YAML file")->required();
-  cmd->add_option("--out,-o", opts->out, "output folder (default: out/<scenario name>)");
+  cmd->add_option("--out,-o", opts->out,
+                  "output folder (default: out/<scenario name>); written as <DIR>.partial and renamed at the end. An "
+                  "existing folder is replaced only if it is empty or an earlier Railyard output holding nothing else");
+  cmd->add_flag("--force", opts->force,
+                "replace an existing --out folder (and a leftover <DIR>.partial) even if Railyard did not write it; "
+                "never the working directory, the home folder, a folder above them, or one holding the scenario or "
+                "its inputs");
   cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing)");
   cmd->add_flag("--progress", opts->progress,
                 "print progress to stderr (simulated time, transfers or ops done, rate, ETA) even when stderr is not a "
@@ -40,6 +48,8 @@ void add_run_command(CLI::App& app, Action* action)
       if (opts->seed)
         scenario.sim.seed = *opts->seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
+      // Before simulating: a folder that cannot or may not be written is refused now, not after a long run.
+      OutputDir folder(out, {opts->force, "--out", "run", scenario.file, scenario.input_files()});
       // Progress goes to stderr on a terminal, or anywhere with --progress; the probe is only written by the engines.
       sim::ProgressProbe probe;
       std::unique_ptr<sim::ProgressReporter> reporter;
@@ -50,10 +60,9 @@ void add_run_command(CLI::App& app, Action* action)
             std::chrono::milliseconds(static_cast<long>(opts->progress_interval_s * 1000)));
       }
       if (scenario.workload) {
-        sim::WorkloadRunResult w = sim::run_workload(scenario);
+        const sim::WorkloadRunResult w = sim::run_workload(scenario);
         if (reporter) reporter->finish();
-        w.scenario.sim.progress = nullptr;
-        sim::write_workload_outputs(w, out);
+        sim::write_workload_outputs(w, folder);
         const auto& r = w.replay;
         const double step = r.step_time.value();
         std::cout << fmt::format("workload: {} ({} ranks, {} programs)\n", w.workload.source, w.workload.world_size(),
@@ -70,10 +79,9 @@ void add_run_command(CLI::App& app, Action* action)
         std::cout << "wrote " << out << "/summary.json, breakdown.csv and trace.json\n";
         return 0;
       }
-      sim::RunResult result = sim::run_scenario(scenario);
+      const sim::RunResult result = sim::run_scenario(scenario);
       if (reporter) reporter->finish();
-      result.scenario.sim.progress = nullptr;
-      sim::write_outputs(result, out);
+      sim::write_outputs(result, folder);
       std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14} {:>12} {:>12}\n", "op", "ranks", "algorithm",
                                "protocol", "ch", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
       for (const auto& c : result.collectives)

@@ -2,13 +2,14 @@
 #include "commands.hpp"
 
 #include "railyard/common/error.hpp"
+#include "railyard/common/output_file.hpp"
 #include "railyard/common/yaml.hpp"
 #include "railyard/topologies/topology.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -64,24 +65,29 @@ int describe(const DescribeOptions& o)
   const YamlNode cluster = YamlNode::load_file(o.scenario).at("cluster");
   const topo::ClusterSpec spec = topo::parse_cluster(cluster);
   const topo::Topology topology = topo::build_topology(spec, cluster.where());
-  // Open the DOT file before printing anything, so that a bad path fails without a half-done run.
-  std::ofstream dot;
-  const auto cannot_write = [&] {
-    return InputError({o.dot, 0, "--dot"}, "cannot write the DOT file", "check that its folder exists and is writable");
-  };
+  // The DOT file is never the scenario it is drawn from (a slip of the shell's completion would replace it).
   if (!o.dot.empty()) {
-    dot.open(o.dot);
-    if (!dot) throw cannot_write();
+    namespace fs = std::filesystem;
+    std::error_code ec, ec_dot, ec_scenario;
+    const bool same_file = fs::equivalent(o.dot, o.scenario, ec);
+    const fs::path dot_path = fs::weakly_canonical(fs::absolute(o.dot, ec_dot), ec_dot);
+    const fs::path scenario_path = fs::weakly_canonical(fs::absolute(o.scenario, ec_scenario), ec_scenario);
+    if (same_file || (!ec_dot && !ec_scenario && dot_path == scenario_path))
+      throw InputError({o.dot, 0, "--dot"}, fmt::format("the DOT file is the scenario file '{}'", o.scenario),
+                       "name another file for --dot, e.g. --dot cluster.dot");
   }
+  // Create the DOT file (a temporary beside it) before printing anything, so that a bad path fails first; it replaces
+  // FILE only once it is complete.
+  std::unique_ptr<ReplacingFile> dot;
+  if (!o.dot.empty()) dot = std::make_unique<ReplacingFile>(o.dot);
   const topo::TopologySummary s = topology.summary();
   if (o.json)
     std::cout << topo::summary_json(spec, s).dump(2) << "\n";
   else
     print_table(spec, s, std::cout);
-  if (!o.dot.empty()) {
-    topology.write_dot(dot);
-    dot.close();
-    if (!dot) throw cannot_write();
+  if (dot) {
+    topology.write_dot(dot->stream());
+    dot->commit();
     if (!o.json) std::cout << "wrote " << o.dot << "\n";
   }
   return 0;

@@ -9,7 +9,7 @@ Reads only the folder's links.csv, flows.csv and summary.json and draws:
   - the CDF of flow completion times (flows.csv, one line per destination GPU group or all flows).
 Without matplotlib (Debian: python3-matplotlib) it says so and prints the same numbers as text.
 
-  python3 notebooks/congestion.py out/incast                       # writes out/incast/congestion.png
+  python3 notebooks/congestion.py out/incast                       # writes out/incast-congestion.png
   python3 notebooks/congestion.py out/dcqcn_off --links leaf0->nic0.0 spine0->leaf0 --png off.png
   python3 notebooks/congestion.py out/dcqcn_on --text              # numbers only
 """
@@ -180,7 +180,9 @@ def main():
     ap.add_argument("folder", help="output folder of `railyard run` with network: {backend: fluid}")
     ap.add_argument("--links", nargs="+", help="link names as in links.csv (default: the deepest queues)")
     ap.add_argument("--top", type=int, default=4, help="how many links to pick by default")
-    ap.add_argument("--png", help="output image (default: FOLDER/congestion.png)")
+    ap.add_argument("--png", help="output image (default: FOLDER-congestion.png, beside the folder: railyard run "
+                                  "replaces its output folder as a whole and refuses one holding files it did not "
+                                  "write)")
     ap.add_argument("--text", action="store_true", help="print the numbers only, no plot")
     args = ap.parse_args()
 
@@ -205,7 +207,8 @@ def main():
     except ImportError:
         sys.exit("matplotlib is missing (Debian: apt-get install python3-matplotlib): printed the numbers above "
                  "instead of plotting them")
-    plot(args.folder, summary, links, interval, chosen, flows, args.png or os.path.join(args.folder, "congestion.png"))
+    plot(args.folder, summary, links, interval, chosen, flows,
+         args.png or os.path.normpath(args.folder) + "-congestion.png")
 
 
 if __name__ == "__main__":

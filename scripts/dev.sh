@@ -10,7 +10,8 @@ BUILD=${RAILYARD_BUILD_DIR:-$ROOT/build}
 JOBS=${RAILYARD_JOBS:-$(nproc)}
 
 PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev
-          libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev protobuf-compiler zlib1g-dev libarchive-dev python3)
+          libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev protobuf-compiler zlib1g-dev libarchive-dev python3
+          python3-matplotlib) # python3-matplotlib: the notebook tests (examples/CMakeLists.txt) draw their PNGs
 
 install_packages() {
   local missing=()

@@ -1,9 +1,14 @@
 // Shared by the calibration programs: error checks, command-line options, timing statistics, and the CSV writer
 // whose format calibration/src/calibration_csv.cpp reads ("# key: value" metadata, a header, rows, and a last
-// "# complete: true" line written only when the program finished).
+// "# complete: true" line written only when the program finished). The programs are built by nvcc alone, without
+// the project's libraries, so the RFC 4180 quoting and the checked writes of common/csv.hpp and
+// common/output_file.hpp are repeated here in their smallest form.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <cerrno>
+#include <fcntl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -199,39 +204,141 @@ inline std::string host_name()
   return buf;
 }
 
-/// Writes a calibration CSV. Every row is flushed, so a run cut short leaves what it measured, without the final
-/// "# complete: true" that tells the reader the run finished.
+/// `s` as one CSV field (RFC 4180): quoted when it holds a comma, a double quote, CR or LF; quotes doubled.
+inline std::string csv_field(const std::string& s)
+{
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// Fields joined into one record, without its line end.
+inline std::string csv_record(const std::vector<std::string>& fields)
+{
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i)
+    out += (i ? "," : "") + csv_field(fields[i]);
+  return out;
+}
+
+/// One record of a single line back into its fields (quoted fields, doubled quotes, a trailing CR).
+inline std::vector<std::string> csv_split(const std::string& line)
+{
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else if (c != '\r') {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+/// printf's %.6g: the calibration CSVs' number format.
+inline std::string g6(double v)
+{
+  return format("%.6g", v);
+}
+
+/// A file written with checked write(2) calls: short writes and EINTR are retried, and any failure (ENOSPC, EIO, a
+/// failed fsync or close) ends the program with the file, the reason and exit code 4, as `railyard` does, so a
+/// measurement that was not stored is never mistaken for one that was.
+class CheckedFile {
+public:
+  explicit CheckedFile(const std::string& path) : path_(path)
+  {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd_ < 0) fail("cannot create");
+  }
+  ~CheckedFile()
+  {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  CheckedFile(const CheckedFile&) = delete;
+  CheckedFile& operator=(const CheckedFile&) = delete;
+
+  /// Writes all of `s` now (unbuffered: a run cut short keeps every line written before).
+  void put(const std::string& s)
+  {
+    const char* p = s.data();
+    size_t n = s.size();
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) fail("write failed");
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+  /// fsync and close; any failure ends the program.
+  void close()
+  {
+    if (::fsync(fd_) != 0 && errno != EINVAL) fail("fsync failed");
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0 && errno != EINTR) fail("close failed");
+  }
+
+private:
+  [[noreturn]] void fail(const char* what)
+  {
+    std::fprintf(stderr, "error: %s %s: %s\n", what, path_.c_str(), std::strerror(errno ? errno : EIO));
+    std::exit(4);
+  }
+  std::string path_;
+  int fd_ = -1;
+};
+
+/// Writes a calibration CSV: records end with CRLF (RFC 4180), fields are quoted as needed. Every line is written at
+/// once, so a run cut short leaves what it measured, without the final "# complete: true" that tells the reader the
+/// run finished.
 class CsvWriter {
 public:
-  CsvWriter(const std::string& path, const std::string& program) : path_(path), out_(path, std::ios::trunc)
+  CsvWriter(const std::string& path, const std::string& program) : out_(path)
   {
-    if (!out_) {
-      std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
-      std::exit(1);
-    }
-    out_ << "# railyard_calibration_csv: 1\n# program: " << program << "\n";
+    out_.put("# railyard_calibration_csv: 1\r\n# program: " + one_line(program) + "\r\n");
   }
-  void meta(const std::string& key, const std::string& value) { out_ << "# " << key << ": " << value << "\n"; }
-  void note(const std::string& text)
+  void meta(const std::string& key, const std::string& value)
   {
-    out_ << "# note: " << text << "\n";
-    out_.flush();
+    out_.put("# " + key + ": " + one_line(value) + "\r\n");
   }
-  void header(const std::string& columns) { out_ << columns << "\n"; }
-  void row(const std::string& line)
-  {
-    out_ << line << "\n";
-    out_.flush();
-  }
+  void note(const std::string& text) { out_.put("# note: " + one_line(text) + "\r\n"); }
+  /// The header: column names joined by commas (none needs quoting).
+  void header(const std::string& columns) { out_.put(columns + "\r\n"); }
+  void row(const std::vector<std::string>& fields) { out_.put(csv_record(fields) + "\r\n"); }
   void complete()
   {
-    out_ << "# complete: true\n";
+    out_.put("# complete: true\r\n");
     out_.close();
   }
 
 private:
-  std::string path_;
-  std::ofstream out_;
+  // A line break inside a comment (an NCCL error string, a GPU name) would start a line the reader takes for data.
+  static std::string one_line(std::string s)
+  {
+    for (char& c : s)
+      if (c == '\r' || c == '\n') c = ' ';
+    return s;
+  }
+  CheckedFile out_;
 };
 
 /// Metadata every program records: the GPU of `device`, how many there are, driver, CUDA runtime, date, host and

@@ -223,9 +223,9 @@ int main(int argc, char** argv)
         }
         const Stats st = stats_of(times);
         const double flops = 2.0 * sh.m * sh.n * sh.k;
-        w.row(format("%s,%lld,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%d", t.name, sh.m, sh.n, sh.k, flops,
-                     double(a_bytes + b_bytes + d_bytes), st.mean * 1e6, flops / st.mean / 1e12, st.min * 1e6,
-                     st.max * 1e6, st.n, wrong));
+        w.row({t.name, std::to_string(sh.m), std::to_string(sh.n), std::to_string(sh.k), g6(flops),
+               g6(double(a_bytes + b_bytes + d_bytes)), g6(st.mean * 1e6), g6(flops / st.mean / 1e12),
+               g6(st.min * 1e6), g6(st.max * 1e6), std::to_string(st.n), std::to_string(wrong)});
       }
       RY_LT(cublasLtMatmulPreferenceDestroy(pref));
       RY_LT(cublasLtMatrixLayoutDestroy(la));

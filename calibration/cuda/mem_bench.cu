@@ -77,7 +77,7 @@ int main(int argc, char** argv)
     RY_CUDA(cudaEventRecord(e1, s));
     RY_CUDA(cudaGetLastError());
     const double t = elapsed_s() / k;
-    w.row(format("launch,0,%.6g,0,%.6g,%.6g,%d", t * 1e6, t * 1e6, t * 1e6, k));
+    w.row({"launch", "0", g6(t * 1e6), "0", g6(t * 1e6), g6(t * 1e6), std::to_string(k)});
   }
 
   float *a = nullptr, *b = nullptr, *c = nullptr;
@@ -109,8 +109,8 @@ int main(int argc, char** argv)
       }
       const Stats st = stats_of(t);
       const double moved = kind == 0 ? 2.0 * bytes : 3.0 * bytes;
-      w.row(format("%s,%.0f,%.6g,%.6g,%.6g,%.6g,%d", kind == 0 ? "memcpy" : "triad", moved, st.mean * 1e6,
-                   moved / st.mean / 1e9, st.min * 1e6, st.max * 1e6, st.n));
+      w.row({kind == 0 ? "memcpy" : "triad", format("%.0f", moved), g6(st.mean * 1e6), g6(moved / st.mean / 1e9),
+             g6(st.min * 1e6), g6(st.max * 1e6), std::to_string(st.n)});
     }
   }
   // The triad's result is checked once, so a kernel that did nothing cannot pass for a fast one.

@@ -19,6 +19,7 @@
 #include <nccl.h>
 
 #include <csignal>
+#include <memory>
 #include <fcntl.h>
 #include <set>
 #include <spawn.h>
@@ -179,11 +180,7 @@ public:
 
   int run()
   {
-    out_ = std::fopen(o_.str("combo-out").c_str(), "w");
-    if (!out_) {
-      std::fprintf(stderr, "error: cannot write %s\n", o_.str("combo-out").c_str());
-      return 1;
-    }
+    out_ = std::make_unique<CheckedFile>(o_.str("combo-out"));
     algo_ = o_.str("algo", "auto");
     proto_ = o_.str("proto", "auto");
     nodes_ = static_cast<int>(o_.integer("nodes", 1));
@@ -206,16 +203,13 @@ public:
       }
     }
     finalize();
-    std::fclose(out_);
+    out_->close();
     return 0;
   }
 
 private:
-  void line(const std::string& s)
-  {
-    std::fprintf(out_, "%s\n", s.c_str());
-    std::fflush(out_);
-  }
+  // The child's lines go to its parent, which reads them back with getline: LF ends them; the parent writes the CSV.
+  void line(const std::string& s) { out_->put(s + "\n"); }
   void note(const std::string& s) { line("# note: " + s); }
 
   void metadata()
@@ -421,10 +415,11 @@ private:
     const double algbw = printed / st.mean / 1e9;
     const bool reduces = k == Coll::AllReduce || k == Coll::ReduceScatter || k == Coll::Reduce;
     const bool rooted = k == Coll::Broadcast || k == Coll::Reduce;
-    line(format("%s,%s,%s,%d,%d,%lld,%lld,float,%s,%d,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,%d", kCollNames[int(k)],
-                algo_.c_str(), proto_.c_str(), nranks_, nodes_, printed, c, reduces ? "sum" : "none", rooted ? 0 : -1,
-                st.mean * 1e6, algbw, algbw * bus_factor(k, nranks_), wrong, st.min * 1e6, st.max * 1e6,
-                st.stddev * 1e6, st.n));
+    line(csv_record({kCollNames[int(k)], algo_, proto_, std::to_string(nranks_), std::to_string(nodes_),
+                     std::to_string(printed), std::to_string(c), "float", reduces ? "sum" : "none",
+                     std::to_string(rooted ? 0 : -1), g6(st.mean * 1e6), g6(algbw), g6(algbw * bus_factor(k, nranks_)),
+                     std::to_string(wrong), g6(st.min * 1e6), g6(st.max * 1e6), g6(st.stddev * 1e6),
+                     std::to_string(st.n)}));
     return true;
   }
 
@@ -440,7 +435,7 @@ private:
   }
 
   const Options& o_;
-  FILE* out_ = nullptr;
+  std::unique_ptr<CheckedFile> out_;
   std::string algo_, proto_;
   int nranks_ = 1, nodes_ = 1, generation_ = 0;
   std::vector<Rank> ranks_;
@@ -484,7 +479,8 @@ int spawn_child(const std::string& exe, const std::vector<std::string>& args, co
 int parent(const Options& o, int argc, char** argv)
 {
   const std::string dir = o.str("out");
-  mkdir(dir.c_str(), 0755);
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    o.fail("cannot create --out " + dir + ": " + std::strerror(errno));
   const bool multi = o.has("nranks");
   const int rank = static_cast<int>(o.integer("rank", 0));
   const int nranks = static_cast<int>(o.integer("nranks", 1));
@@ -499,10 +495,10 @@ int parent(const Options& o, int argc, char** argv)
       close(fd);
     }
     // Every rank names its host, so rank 0 knows how many nodes the run spans.
-    FILE* f = std::fopen(format("%s.host.%d", id.c_str(), rank).c_str(), "w");
-    if (f) {
-      std::fprintf(f, "%s\n", host_name().c_str());
-      std::fclose(f);
+    {
+      CheckedFile f(format("%s.host.%d", id.c_str(), rank));
+      f.put(host_name() + "\n");
+      f.close();
     }
     if (rank == 0) {
       std::set<std::string> hosts;
@@ -525,7 +521,7 @@ int parent(const Options& o, int argc, char** argv)
   }
   const std::string exe = self_path(argv);
   std::vector<std::string> meta, notes;
-  std::map<std::string, std::vector<std::string>> rows;
+  std::map<std::string, std::vector<std::vector<std::string>>> rows;
   int combo = 0;
   bool have_meta = false;
   const double max_seconds = o.number("max-seconds", 1e9);
@@ -561,8 +557,10 @@ int parent(const Options& o, int argc, char** argv)
           notes.push_back(l.substr(8));
         else if (l.rfind("# ", 0) == 0)
           child_meta.push_back(l);
-        else if (!l.empty())
-          rows[l.substr(0, l.find(','))].push_back(l);
+        else if (!l.empty()) {
+          std::vector<std::string> fields = csv_split(l);
+          rows[fields.front()].push_back(std::move(fields));
+        }
       }
       std::remove(tmp.c_str());
       if (!have_meta && !child_meta.empty()) {

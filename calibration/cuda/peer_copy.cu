@@ -66,8 +66,9 @@ int main(int argc, char** argv)
           if (i >= 0) t.push_back(ms * 1e-3);
         }
         const Stats st = stats_of(t);
-        w.row(format("%d,%d,%d,%d,%s,%lld,%.6g,%.6g,%.6g,%.6g,%d", src, dst, access, atomics, kind.c_str(), bytes,
-                     st.mean * 1e6, bytes / st.mean / 1e9, st.min * 1e6, st.max * 1e6, st.n));
+        w.row({std::to_string(src), std::to_string(dst), std::to_string(access), std::to_string(atomics), kind,
+               std::to_string(bytes), g6(st.mean * 1e6), g6(bytes / st.mean / 1e9), g6(st.min * 1e6), g6(st.max * 1e6),
+               std::to_string(st.n)});
       }
       // The last copy's first bytes must be the source's pattern.
       unsigned char check[64];

@@ -1,9 +1,11 @@
 #include "railyard/calibration/calibration_csv.hpp"
 
+#include "railyard/common/csv.hpp"
 #include "railyard/common/error.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -18,15 +20,11 @@ std::string trim(const std::string& s)
   return s.substr(b, e - b + 1);
 }
 
-std::vector<std::string> split_csv(const std::string& line)
+std::vector<std::string> trimmed(std::vector<std::string> cells)
 {
-  std::vector<std::string> out;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, ','))
-    out.push_back(trim(cell));
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
+  for (auto& c : cells)
+    c = trim(c);
+  return cells;
 }
 
 // "# key: value" -> (key, value); keys are identifiers.
@@ -114,23 +112,21 @@ CalibrationCsv parse_calibration_csv(const std::string& text, const std::string&
 {
   CalibrationCsv csv;
   csv.input = describe_input(name, text);
-  std::istringstream in(text);
-  std::string line;
-  int lineno = 0;
+  // RFC 4180 records (common/csv.hpp: CRLF or LF, quoted fields), with the "# key: value" lines as comments.
+  const std::vector<CsvRecord> records = parse_csv(text, name, {.comment = '#'});
+  int lineno = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  if (!text.empty() && text.back() != '\n') ++lineno;
   int magic_line = 0;
   bool complete = false;
-  while (std::getline(in, line)) {
-    ++lineno;
-    const std::string t = trim(line);
-    if (t.empty()) continue;
-    if (t[0] == '#') {
-      const std::string body = trim(t.substr(1));
+  for (const CsvRecord& record : records) {
+    if (record.comment) {
+      const std::string body = trim(record.fields.front());
       std::string key, value;
       if (!meta_pair(body, key, value)) continue;
       if (key == kCsvMagicKey) {
-        magic_line = lineno;
+        magic_line = record.line;
         if (value != std::to_string(kCsvVersion))
-          throw InputError({name, lineno, key},
+          throw InputError({name, record.line, key},
                            fmt::format("calibration CSV format version '{}' is not supported (this railyard reads "
                                        "version {})",
                                        value, kCsvVersion),
@@ -141,26 +137,27 @@ CalibrationCsv parse_calibration_csv(const std::string& text, const std::string&
         complete = value == "true";
       } else if (!csv.meta.count(key)) {
         csv.meta[key] = value;
-        csv.meta_line[key] = lineno;
+        csv.meta_line[key] = record.line;
       }
       continue;
     }
+    auto cells = trimmed(record.fields);
+    if (cells.size() == 1 && cells.front().empty()) continue; // a line of blanks
     if (complete)
-      throw InputError({name, lineno, ""}, "data after the '# complete: true' line: two runs in one file",
+      throw InputError({name, record.line, ""}, "data after the '# complete: true' line: two runs in one file",
                        "keep one program run per file");
     if (csv.columns.empty()) {
-      csv.columns = split_csv(t);
-      csv.header_line = lineno;
+      csv.columns = std::move(cells);
+      csv.header_line = record.line;
       continue;
     }
-    auto cells = split_csv(t);
     if (cells.size() != csv.columns.size())
-      throw InputError({name, lineno, ""},
+      throw InputError({name, record.line, ""},
                        fmt::format("row has {} cells where the header on line {} has {} columns{}", cells.size(),
                                    csv.header_line, csv.columns.size(),
                                    cells.size() < csv.columns.size() ? " (the file looks cut short)" : ""),
                        "rerun the program to completion; do not edit its CSV");
-    csv.rows.push_back({lineno, std::move(cells)});
+    csv.rows.push_back({record.line, std::move(cells)});
   }
   if (!magic_line)
     throw InputError({name, 1, ""}, "not a railyard calibration CSV (no '# railyard_calibration_csv: 1' line)",

@@ -1,6 +1,7 @@
 #include "railyard/calibration/profile.hpp"
 
 #include "railyard/common/error.hpp"
+#include "railyard/common/output_file.hpp"
 #include "railyard/common/yaml.hpp"
 
 #include <fmt/format.h>
@@ -9,8 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -623,21 +622,7 @@ std::string profile_to_yaml(const Profile& p)
 void write_profile(const Profile& p, const std::string& path)
 {
   const std::string text = profile_to_yaml(p);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw InputError({path, 0, ""}, "cannot create the profile file", "check that the folder exists and is writable");
-    out << text;
-    out.close();
-    if (!out) throw InputError({path, 0, ""}, "cannot write the profile file", "check the free space and permissions");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError({path, 0, ""}, "cannot move the finished profile into place", "check the folder's permissions");
-  }
+  write_file_replacing(path, [&](std::ostream& out) { out << text; });
 }
 
 } // namespace railyard::calibration

@@ -1,6 +1,8 @@
 // flows.csv, links.csv and the summary.json "network" object of the fluid backend. Numbers are printed in their
-// shortest exact form, so the same run writes the same bytes.
+// shortest exact form (common/csv.hpp), so the same run writes the same bytes.
 #include "railyard/sim/fluid.hpp"
+
+#include "railyard/common/csv.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,8 +15,6 @@
 namespace railyard::sim {
 
 namespace {
-
-std::string num(double v) { return fmt::format("{}", v); }
 
 /// Nearest-rank percentile of sorted values (Hyndman and Fan definition 1).
 double percentile(const std::vector<double>& sorted, double p)
@@ -29,7 +29,8 @@ double percentile(const std::vector<double>& sorted, double p)
 
 void write_flows_csv(const FluidReport& r, std::ostream& out)
 {
-  out << "id,src,dst,tag,qp,bytes,start_s,end_s,arrival_s,fct_s,hops,links\n";
+  CsvWriter csv(out);
+  csv.record("id", "src", "dst", "tag", "qp", "bytes", "start_s", "end_s", "arrival_s", "fct_s", "hops", "links");
   std::string path;
   for (const FlowRecord& f : r.flows) {
     path.clear();
@@ -38,20 +39,19 @@ void write_flows_csv(const FluidReport& r, std::ostream& out)
         path += ' ';
       path += std::to_string(r.paths[f.path_offset + h]);
     }
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", f.id, f.src, f.dst, f.tag, f.qp, num(f.bytes),
-                       num(f.start), num(f.end), num(f.arrival), num(f.fct()), f.hops, path);
+    csv.record(f.id, f.src, f.dst, f.tag, f.qp, f.bytes, f.start, f.end, f.arrival, f.fct(), f.hops, path);
   }
 }
 
 void write_links_csv(const FluidReport& r, Seconds interval, std::ostream& out)
 {
-  out << "time_s,interval_s,link,name,kind,capacity_Bps,bytes,utilisation,max_queue_bytes,ecn_marks,pause_s,"
-         "max_flows\n";
+  CsvWriter csv(out);
+  csv.record("time_s", "interval_s", "link", "name", "kind", "capacity_Bps", "bytes", "utilisation", "max_queue_bytes",
+             "ecn_marks", "pause_s", "max_flows");
   for (const LinkSample& s : r.links) {
     const LinkInfo& info = r.link_info[s.link];
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", num(s.time), num(interval.value()), s.link, info.name,
-                       info.kind, num(info.capacity), num(s.bytes), num(s.utilisation), num(s.max_queue),
-                       num(s.marks), num(s.paused), s.max_flows);
+    csv.record(s.time, interval.value(), s.link, info.name, info.kind, info.capacity, s.bytes, s.utilisation,
+               s.max_queue, s.marks, s.paused, s.max_flows);
   }
 }
 

@@ -1,15 +1,13 @@
 #include "railyard/sim/run.hpp"
 
-#include "output_dir.hpp"
-
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 
+#include "railyard/common/csv.hpp"
+#include "railyard/common/output_dir.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-#include <filesystem>
-#include <fstream>
 
 namespace railyard::sim {
 
@@ -68,32 +66,26 @@ RunResult run_scenario(const Scenario& scenario)
   return result;
 }
 
-namespace {
-
-// Shortest text that reads back as the same double: identical results give identical files.
-std::string num(double v) { return fmt::format("{}", v); }
-
-} // namespace
-
 void write_outputs(const RunResult& result, const std::string& dir)
 {
-  namespace fs = std::filesystem;
-  PartialDir folder(dir);
-  const fs::path& partial = folder.path();
+  OutputDir folder(dir, {false, "--out", "run", result.scenario.file, result.scenario.input_files()});
+  write_outputs(result, folder);
+}
 
-  {
-    std::ofstream csv(partial / "collectives.csv");
-    csv << "index,iteration,label,op,size_bytes,nranks,algorithm,protocol,channels,start_s,end_s,time_s,"
-           "algbw_GBps,busbw_GBps\n";
+void write_outputs(const RunResult& result, OutputDir& folder)
+{
+  folder.write("collectives.csv", [&](std::ostream& out) {
+    CsvWriter csv(out);
+    csv.record("index", "iteration", "label", "op", "size_bytes", "nranks", "algorithm", "protocol", "channels",
+               "start_s", "end_s", "time_s", "algbw_GBps", "busbw_GBps");
     for (std::size_t i = 0; i < result.collectives.size(); ++i) {
       const auto& c = result.collectives[i];
-      csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i, c.iteration, c.call.label,
-                         models::to_string(c.call.kind), num(c.call.bytes.value()), c.call.ranks.size(),
-                         models::to_string(*c.call.algorithm), models::to_string(*c.call.protocol), *c.call.channels,
-                         num(c.start.value()), num(c.end.value()), num(c.time().value()),
-                         num(c.algbw().value() / units::kGB), num(c.busbw().value() / units::kGB));
+      csv.record(i, c.iteration, c.call.label, models::to_string(c.call.kind), c.call.bytes.value(),
+                 c.call.ranks.size(), models::to_string(*c.call.algorithm), models::to_string(*c.call.protocol),
+                 *c.call.channels, c.start.value(), c.end.value(), c.time().value(), c.algbw().value() / units::kGB,
+                 c.busbw().value() / units::kGB);
     }
-  }
+  });
 
   nlohmann::ordered_json j;
   j["status"] = "complete";
@@ -135,19 +127,12 @@ void write_outputs(const RunResult& result, const std::string& dir)
   if (result.network) {
     const FluidConfig& fc = result.scenario.sim.fluid;
     j["network"] = fluid_summary(*result.network, fc);
-    if (fc.record_flows) {
-      std::ofstream out(partial / "flows.csv");
-      write_flows_csv(*result.network, out);
-    }
-    if (fc.record_links) {
-      std::ofstream out(partial / "links.csv");
-      write_links_csv(*result.network, fc.sample_interval, out);
-    }
+    if (fc.record_flows) folder.write("flows.csv", [&](std::ostream& out) { write_flows_csv(*result.network, out); });
+    if (fc.record_links)
+      folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*result.network, fc.sample_interval, out); });
   }
-  {
-    std::ofstream out(partial / "summary.json");
-    out << j.dump(2) << "\n";
-  }
+  // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.
+  folder.write("summary.json", [&](std::ostream& out) { out << j.dump(2) << "\n"; });
   folder.commit();
 }
 

@@ -1,16 +1,12 @@
 #include "railyard/sim/run_workload.hpp"
 
-#include "output_dir.hpp"
-
+#include "railyard/common/csv.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/workloads/generator.hpp"
 #include "railyard/workloads/readers.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-#include <filesystem>
-#include <fstream>
 
 namespace railyard::sim {
 
@@ -37,11 +33,6 @@ workloads::Workload load_workload(const Scenario& sc, ReplayOptions& options)
   if (f == "simai") return workloads::read_simai_workload(spec.trace_paths.front(), spec.layer);
   if (f == "astrasim1") return workloads::read_astrasim1_workload(spec.trace_paths.front(), spec.layer);
   return workloads::read_aicb_physical_workload(spec.trace_paths.front(), spec.layer);
-}
-
-std::string num(double v)
-{
-  return fmt::format("{}", v);
 }
 
 const char* kKindNames[kGroupKinds] = {"tp", "pp", "dp", "ep", "cp", "other"};
@@ -186,37 +177,43 @@ WorkloadRunResult run_workload(const Scenario& scenario)
 
 void write_workload_outputs(const WorkloadRunResult& result, const std::string& dir)
 {
-  namespace fs = std::filesystem;
-  PartialDir folder(dir);
-  const fs::path& partial = folder.path();
+  OutputDir folder(dir, {false, "--out", "run", result.scenario.file, result.scenario.input_files()});
+  write_workload_outputs(result, folder);
+}
+
+void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
+{
   const ReplayResult& r = result.replay;
   const double step = r.step_time.value();
 
-  {
-    std::ofstream csv(partial / "breakdown.csv");
-    csv << "rank,first_start_s,last_end_s,compute_s";
+  folder.write("breakdown.csv", [&](std::ostream& out) {
+    CsvWriter csv(out);
+    for (const char* h : {"rank", "first_start_s", "last_end_s", "compute_s"})
+      csv.field(h);
     for (const char* k : kKindNames)
-      csv << ",exposed_" << k << "_s";
-    csv << ",bubble_s,idle_s";
+      csv.field(fmt::format("exposed_{}_s", k));
+    csv.field("bubble_s");
+    csv.field("idle_s");
     for (const char* k : kKindNames)
-      csv << ",comm_" << k << "_s";
-    csv << "\n";
+      csv.field(fmt::format("comm_{}_s", k));
+    csv.end_record();
     for (std::size_t i = 0; i < r.ranks.size(); ++i) {
       const auto& rk = r.ranks[i];
       const auto& b = rk.breakdown;
-      csv << fmt::format("{},{},{},{}", i, num(rk.first_start.value()), num(rk.last_end.value()), num(b.compute_s));
+      csv.field(i);
+      csv.field(rk.first_start.value());
+      csv.field(rk.last_end.value());
+      csv.field(b.compute_s);
       for (double v : b.exposed_s)
-        csv << "," << num(v);
-      csv << "," << num(b.bubble_s) << "," << num(b.idle_s);
+        csv.field(v);
+      csv.field(b.bubble_s);
+      csv.field(b.idle_s);
       for (double v : b.comm_s)
-        csv << "," << num(v);
-      csv << "\n";
+        csv.field(v);
+      csv.end_record();
     }
-  }
-  {
-    std::ofstream out(partial / "trace.json");
-    write_chrome_trace(r, result.workload, out);
-  }
+  });
+  folder.write("trace.json", [&](std::ostream& out) { write_chrome_trace(r, result.workload, out); });
 
   const auto& w = result.workload;
   std::size_t ops = 0;
@@ -260,10 +257,8 @@ void write_workload_outputs(const WorkloadRunResult& result, const std::string& 
                 {"wire_bytes_sent", r.flows.bytes_sent},
                 {"wire_bytes_received", r.flows.bytes_received}};
   j["notes"] = r.notes;
-  {
-    std::ofstream out(partial / "summary.json");
-    out << j.dump(2) << "\n";
-  }
+  // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.
+  folder.write("summary.json", [&](std::ostream& out) { out << j.dump(2) << "\n"; });
   folder.commit();
 }
 

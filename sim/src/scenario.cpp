@@ -609,4 +609,16 @@ Scenario load_scenario(const std::string& path) { return parse_scenario(YamlNode
 
 Scenario load_scenario_cluster(const std::string& path) { return parse_scenario(YamlNode::load_file(path), false); }
 
+std::vector<std::string> Scenario::input_files() const
+{
+  std::vector<std::string> files;
+  if (!file.empty()) files.push_back(file);
+  if (!profile.empty()) files.push_back(profile);
+  if (workload) {
+    files.insert(files.end(), workload->trace_paths.begin(), workload->trace_paths.end());
+    if (!workload->comm_group_file.empty()) files.push_back(workload->comm_group_file);
+  }
+  return files;
+}
+
 } // namespace railyard::sim

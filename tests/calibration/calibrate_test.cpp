@@ -2,6 +2,7 @@
 // them; the tolerances follow from its noise), synthetic calibration CSVs give back the efficiencies they were made
 // with, and bad inputs stop the calibration with the file, the rule and the fix.
 #include "railyard/calibration/calibrate.hpp"
+#include "railyard/calibration/calibration_csv.hpp"
 #include "railyard/calibration/digest.hpp"
 #include "railyard/common/error.hpp"
 
@@ -418,5 +419,40 @@ TEST(Calibrate, CudaProgramsWriteTheColumnsCalibrateReads)
       EXPECT_NE(std::find(cols.begin(), cols.end(), need), cols.end()) << need << " not in: " << header;
     const std::string program = std::string(c.file).substr(0, std::string(c.file).find('.'));
     EXPECT_NE(src.find('"' + program + '"'), std::string::npos) << "program name " << program;
+  }
+}
+
+// What the CUDA programs write now (calibration/cuda/common.hpp: RFC 4180, CRLF line ends, fields quoted when they
+// hold a comma or a quote) reads back as the same table as the plain form: the quotes are not part of the values.
+TEST(CalibrationCsv, CrLfAndQuotedFieldsReadAsThePlainForm)
+{
+  const std::string header = "kernel,bytes,time_us,GBps,time_min_us,time_max_us,iters\n";
+  const std::string plain = csv_head("mem_bench") + "# note: launch, then copies\n" + header +
+                            "launch,0,2.5,0,2.5,2.5,1000\nmemcpy,1048576,10.5,99.8,10.4,10.6,20\n# complete: true\n";
+  std::string rfc =
+      csv_head("mem_bench") + "# note: launch, then copies\n" + header +
+      "\"launch\",0,2.5,0,2.5,2.5,1000\nmemcpy,\"1048576\",10.5,99.8,10.4,10.6,\"20\"\n# complete: true\n";
+  std::string crlf;
+  for (char c : rfc)
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  const auto a = rc::parse_calibration_csv(plain, "plain.csv");
+  const auto b = rc::parse_calibration_csv(crlf, "rfc.csv");
+  EXPECT_EQ(b.columns, a.columns);
+  ASSERT_EQ(b.rows.size(), 2u);
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(b.rows[i].cells, a.rows[i].cells) << "row " << i;
+    EXPECT_EQ(b.rows[i].line, a.rows[i].line) << "row " << i;
+  }
+  EXPECT_EQ(b.text(b.rows[0], "kernel"), "launch");
+  EXPECT_EQ(b.integer(b.rows[1], "bytes"), 1048576);
+  EXPECT_EQ(b.notes, std::vector<std::string>{"launch, then copies"});
+  EXPECT_EQ(b.meta_or("gpu_model"), "NVIDIA H200");
+  // A quote left open is refused with its line: 11, after nine metadata lines and the header.
+  try {
+    (void)rc::parse_calibration_csv(csv_head("mem_bench") + header + "\"launch,0,2.5,0,2.5,2.5,1000\n", "open.csv");
+    FAIL() << "an unclosed quote";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, "open.csv");
+    EXPECT_EQ(e.where().line, 11);
   }
 }

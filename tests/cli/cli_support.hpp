@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,14 +23,34 @@ struct CliResult {
   std::string output; ///< stdout, then stderr
 };
 
-/// Runs the railyard binary under test (RAILYARD_CLI) with `args`, a shell-quoted argument string.
-inline CliResult run_cli(const std::string& args)
+/// The railyard binary under test: RAILYARD_CLI, or the one the environment variable RAILYARD_CLI_UNDER_TEST names
+/// (to run these tests against another build, e.g. the code before a fix, and see them fail there).
+inline std::string cli_binary()
+{
+  const char* other = std::getenv("RAILYARD_CLI_UNDER_TEST");
+  return other != nullptr && *other != '\0' ? other : RAILYARD_CLI;
+}
+
+/// `s` quoted for the shell.
+inline std::string shell_quote(const std::string& s)
+{
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// Runs the railyard binary under test with `args`, a shell-quoted argument string; `env` ("NAME=value ...") is set
+/// for it and `cwd`, when given, is its working directory.
+inline CliResult run_cli(const std::string& args, const std::string& env = "", const std::string& cwd = "")
 {
   static int calls = 0;
   CliResult r;
   const fs::path err =
       fs::temp_directory_path() / ("railyard_cli_err_" + std::to_string(getpid()) + "_" + std::to_string(++calls));
-  const std::string cmd = std::string(RAILYARD_CLI) + " " + args + " 2>" + err.string();
+  const std::string cmd = (cwd.empty() ? "" : "cd " + shell_quote(cwd) + " && ") +
+                          (env.empty() ? "" : "env " + env + " ") + shell_quote(cli_binary()) + " " + args + " 2>" +
+                          err.string();
   FILE* p = popen(cmd.c_str(), "r");
   if (!p)
     return r;

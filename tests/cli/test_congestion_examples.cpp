@@ -5,6 +5,8 @@
 // nothing, a ring step waits for its most loaded link. Nothing is pasted from the simulator's output.
 #include "cli_support.hpp"
 
+#include "railyard/common/csv.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -45,19 +47,18 @@ using railyard::test::read_file;
 using railyard::test::run_cli;
 using railyard::test::CliResult;
 
-/// A CSV file with a header line; no field of Railyard's outputs contains a comma.
+/// A CSV file with a header line, read as RFC 4180 (common/csv.hpp: CRLF, quoted fields).
 class Csv {
 public:
   explicit Csv(const fs::path& p)
   {
-    std::istringstream in(read_file(p));
-    std::string line;
-    if (!std::getline(in, line)) return;
-    const auto names = split(line);
+    const auto records = railyard::parse_csv(read_file(p), p.string());
+    if (records.empty()) return;
+    const auto& names = records.front().fields;
     for (std::size_t i = 0; i < names.size(); ++i)
       column_[names[i]] = i;
-    while (std::getline(in, line))
-      if (!line.empty()) rows_.push_back(split(line));
+    for (std::size_t r = 1; r < records.size(); ++r)
+      rows_.push_back(records[r].fields);
   }
   [[nodiscard]] std::size_t size() const { return rows_.size(); }
   [[nodiscard]] const std::string& at(std::size_t row, const std::string& col) const
@@ -67,16 +68,6 @@ public:
   [[nodiscard]] double num(std::size_t row, const std::string& col) const { return std::stod(at(row, col)); }
 
 private:
-  static std::vector<std::string> split(const std::string& line)
-  {
-    std::vector<std::string> out;
-    std::stringstream ss(line);
-    std::string field;
-    while (std::getline(ss, field, ','))
-      out.push_back(field);
-    if (!line.empty() && line.back() == ',') out.emplace_back();
-    return out;
-  }
   std::map<std::string, std::size_t> column_;
   std::vector<std::vector<std::string>> rows_;
 };

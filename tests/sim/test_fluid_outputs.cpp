@@ -1,6 +1,7 @@
 // railyard run with the fluid backend: flows.csv, links.csv and the summary's network object; byte-identical output
 // for the same seed; the network section's bad input.
 #include "railyard/common/child_process.hpp"
+#include "railyard/common/csv.hpp"
 
 #include "railyard/sim/run.hpp"
 
@@ -64,19 +65,12 @@ fs::path run_to(const std::string& text, const std::string& name)
   return dir;
 }
 
+// Rows of a CSV, header first, read as RFC 4180 (common/csv.hpp: CRLF, quoted fields).
 std::vector<std::vector<std::string>> csv(const std::string& text)
 {
   std::vector<std::vector<std::string>> rows;
-  std::stringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    std::string cell;
-    while (std::getline(ls, cell, ','))
-      cells.push_back(cell);
-    rows.push_back(cells);
-  }
+  for (auto& record : railyard::parse_csv(text, "test.csv"))
+    rows.push_back(std::move(record.fields));
   return rows;
 }
 

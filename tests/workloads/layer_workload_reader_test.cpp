@@ -395,3 +395,40 @@ TEST(AicbPhysicalReader, EveryCsvLoadsWithItsRowsAsCollectives)
   }
   EXPECT_EQ(files, 2);
 }
+
+// AICB's CSV as RFC 4180 allows it (tests/cli/test_cli_outputs.cpp has Railyard's own CSVs): CRLF line ends and
+// quoted fields, one with a comma, read as the same collectives as the plain file.
+TEST(AicbPhysicalReader, CrLfAndQuotedFieldsReadAsThePlainFile)
+{
+  const fs::path dir = fs::temp_directory_path() / ("railyard_aicb_rfc_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string head = "[rank0 ~ rank15]\n"
+                           "comm_type,comm_group,comm_group_size,msg_size,stage,dst,src,additional,_elapsed_time,"
+                           "algbw,busbw,count\n";
+  const std::string plain = head +
+                            "CommType.all_reduce,CommGroup.dp_group,2,8,init.model_setup,None,None,,None,None,None,1\n"
+                            "CommType.all_gather,CommGroup.tp_group,8,4096,forward,None,None,,None,None,None,2\n";
+  const std::string quoted =
+      head +
+      "\"CommType.all_reduce\",CommGroup.dp_group,2,\"8\",\"init.model_setup\",None,None,\"a, b\",None,None,None,1\n"
+      "CommType.all_gather,\"CommGroup.tp_group\",8,4096,forward,None,None,\"say \"\"hi\"\"\",None,None,None,2\n";
+  std::string crlf;
+  for (char c : quoted)
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  std::ofstream(dir / "plain.csv", std::ios::binary) << plain;
+  std::ofstream(dir / "rfc.csv", std::ios::binary) << crlf;
+  LayerWorkloadOptions o;
+  const Workload a = read_aicb_physical_workload((dir / "plain.csv").string(), o);
+  const Workload b = read_aicb_physical_workload((dir / "rfc.csv").string(), o);
+  ASSERT_EQ(a.world_size(), 16);
+  ASSERT_EQ(b.world_size(), 16);
+  const RankGraph &ga = a.graph_of(3), &gb = b.graph_of(3);
+  ASSERT_EQ(gb.size(), ga.size());
+  ASSERT_EQ(ga.size(), 3u); // one all-reduce, two all-gathers (count 2)
+  for (OpId i = 0; i < ga.size(); ++i) {
+    EXPECT_EQ(gb.op(i).bytes.value(), ga.op(i).bytes.value());
+    EXPECT_EQ(b.communicators[b.communicator_of(3, gb.op(i))].ranks,
+              a.communicators[a.communicator_of(3, ga.op(i))].ranks);
+  }
+  fs::remove_all(dir);
+}

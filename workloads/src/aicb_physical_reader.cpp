@@ -3,6 +3,8 @@
 
 #include "file_io.hpp"
 
+#include "railyard/common/csv.hpp"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -16,20 +18,11 @@ namespace railyard::workloads {
 
 namespace {
 
-std::vector<std::string> split_csv(const std::string& line)
+// One line of the file as RFC 4180 fields (common/csv.hpp: quoted fields, a CR before the LF).
+std::vector<std::string> split_csv(const std::string& line, const std::string& path, int lineno)
 {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : line) {
-    if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
+  const auto records = parse_csv(line, path, {.skip_blank_lines = false, .first_line = lineno});
+  return records.empty() ? std::vector<std::string>{""} : records.front().fields;
 }
 
 enum Slot : int { kWorld, kTpGroup, kDpGroup, kEpGroup, kPpGroup, kSlotCount };
@@ -52,7 +45,7 @@ public:
            "give an AICB physical workload CSV");
     world_ = options_.world_size > 0 ? options_.world_size : std::stoi(m[2]) - std::stoi(m[1]) + 1;
     if (lines.size() < 2) fail(2, "header", "the second line must name the columns", "keep AICB's header line");
-    auto header = split_csv(lines[1]);
+    auto header = split_csv(lines[1], path_, 2);
     auto col = [&](const char* name) {
       for (std::size_t i = 0; i < header.size(); ++i)
         if (header[i] == name) return i;
@@ -74,7 +67,7 @@ public:
     for (std::size_t li = 2; li < lines.size(); ++li) {
       const int line = static_cast<int>(li + 1);
       if (lines[li].find_first_not_of(" \t\r") == std::string::npos) continue;
-      auto f = split_csv(lines[li]);
+      auto f = split_csv(lines[li], path_, line);
       if (f.size() != header.size())
         fail(line, "row", fmt::format("{} fields where the header names {}", f.size(), header.size()),
              "keep one value per column");

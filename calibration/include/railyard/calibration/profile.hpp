@@ -158,7 +158,8 @@ Profile parse_profile(const std::string& text, const std::string& name);
 /// profile (or made from one with up to 15 digits) is read back as the same double and written as the same text. Throws
 /// std::invalid_argument when the profile would not pass read_profile's validation.
 std::string profile_to_yaml(const Profile& p);
-/// Writes to PATH.tmp and renames it to PATH, so PATH is either the old file or the complete new one.
+/// Writes a temporary file beside PATH (checked and fsynced) and renames it to PATH, so PATH is either the old file
+/// or the complete new one (common/output_file.hpp ReplacingFile); a failed write is an OutputError.
 void write_profile(const Profile& p, const std::string& path);
 
 } // namespace railyard::calibration

@@ -1,6 +1,7 @@
 // `railyard run`: a scenario in, results and output files out.
 #pragma once
 
+#include "railyard/common/output_dir.hpp"
 #include "railyard/models/lowering.hpp"
 #include "railyard/sim/flow_network.hpp"
 #include "railyard/sim/scenario.hpp"
@@ -39,8 +40,11 @@ models::CollectiveCall resolve_call(const models::CollectiveCall& call, const to
 /// Builds the topology, lowers every call and simulates them in order.
 RunResult run_scenario(const Scenario& scenario);
 
-/// Writes summary.json and collectives.csv into `dir`. The files are first written to "<dir>.partial" and the folder
-/// is renamed at the end, so a folder named `dir` is always complete.
+/// Writes collectives.csv, with the fluid backend flows.csv and links.csv, and summary.json (last) into `folder`, then
+/// commits it (common/output_dir.hpp: staged, checked, swapped in whole). A write that fails is an OutputError.
+void write_outputs(const RunResult& result, OutputDir& folder);
+/// Same into `dir`, with OutputDir's checks and no --force (an existing folder that is not an earlier Railyard output
+/// is refused); the scenario's input_files() may not lie in it.
 void write_outputs(const RunResult& result, const std::string& dir);
 
 } // namespace railyard::sim

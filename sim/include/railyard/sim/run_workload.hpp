@@ -2,6 +2,7 @@
 // trace.json.
 #pragma once
 
+#include "railyard/common/output_dir.hpp"
 #include "railyard/sim/replay.hpp"
 #include "railyard/sim/scenario.hpp"
 #include "railyard/workloads/op_graph.hpp"
@@ -38,8 +39,10 @@ struct WorkloadRunResult {
 /// does not fit the cluster, a malformed trace, a workload larger than the cluster) is an InputError.
 WorkloadRunResult run_workload(const Scenario& scenario);
 
-/// Writes summary.json (step time, breakdown, MFU), breakdown.csv (one row per rank) and trace.json (Chrome trace of
-/// the traced ranks) into "<dir>.partial", then renames it to `dir`, so a folder named `dir` is always complete.
+/// Writes breakdown.csv (one row per rank), trace.json (Chrome trace of the traced ranks) and summary.json (step time,
+/// breakdown, MFU; last) into `folder`, then commits it (common/output_dir.hpp: staged, checked, swapped in whole).
+void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder);
+/// Same into `dir`, with OutputDir's checks and no --force.
 void write_workload_outputs(const WorkloadRunResult& result, const std::string& dir);
 
 } // namespace railyard::sim

@@ -80,6 +80,11 @@ struct Scenario {
   ClusterLinkOrigins link_origins;
   /// `workload:` a training step to generate or a trace to replay (instead of `collectives:`).
   std::optional<WorkloadSpec> workload;
+
+  /// Every file and folder the run reads, as resolved: the scenario file, the profile, the trace files or folders
+  /// (a Chakra trace: its prefix, whose folder holds the per-rank files) and the comm_group file. An output folder
+  /// may not hold any of them (common/output_dir.hpp).
+  [[nodiscard]] std::vector<std::string> input_files() const;
 };
 
 /// Parses a scenario file. Top-level keys: name, seed, cluster, network, nccl, collectives.
