@@ -1,6 +1,8 @@
 #include "commands.hpp"
 
+#include "railyard/common/error.hpp"
 #include "railyard/common/output_dir.hpp"
+#include "railyard/common/units.hpp"
 #include "railyard/sim/run.hpp"
 #include "railyard/sim/run_workload.hpp"
 
@@ -23,6 +25,8 @@ void add_run_command(CLI::App& app, Action* action)
     bool force = false;
     bool progress = false;
     double progress_interval_s = 2.0;
+    std::string max_memory;
+    std::uint64_t max_transfers = 0;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Simulate a scenario: a cluster with collectives (writes summary.json and "
@@ -37,6 +41,12 @@ void add_run_command(CLI::App& app, Action* action)
                 "never the working directory, the home folder, a folder above them, or one holding the scenario or "
                 "its inputs");
   cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing)");
+  cmd->add_option("--max-memory", opts->max_memory,
+                  "refuse up front a run whose estimated memory exceeds this ('8 GiB'; default: the machine's memory, "
+                  "or its container's limit); the estimate is in summary.json's memory_estimate");
+  cmd->add_option("--max-transfers", opts->max_transfers,
+                  "refuse up front a run whose lowered collectives start more point-to-point transfers than this "
+                  "(a work budget for sweeps; default: none)");
   cmd->add_flag("--progress", opts->progress,
                 "print progress to stderr (simulated time, transfers or ops done, rate, ETA) even when stderr is not a "
                 "terminal; on a terminal it is printed anyway");
@@ -48,6 +58,18 @@ void add_run_command(CLI::App& app, Action* action)
       if (opts->seed)
         scenario.sim.seed = *opts->seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
+      sim::RunLimits limits;
+      limits.max_transfers = opts->max_transfers;
+      sim::MemoryLimit& memory = limits.memory;
+      if (!opts->max_memory.empty()) {
+        try {
+          memory = {parse_bytes(opts->max_memory).value(), "--max-memory " + opts->max_memory};
+        } catch (const std::invalid_argument& e) {
+          throw InputError({"", 0, "--max-memory"}, e.what(), "give a size with its unit, such as '8 GiB'");
+        }
+        if (!(memory.bytes > 0))
+          throw InputError({"", 0, "--max-memory"}, "the limit must be above zero", "give a size such as '8 GiB'");
+      }
       // Before simulating: a folder that cannot or may not be written is refused now, not after a long run.
       OutputDir folder(out, {opts->force, "--out", "run", scenario.file, scenario.input_files()});
       // Progress goes to stderr on a terminal, or anywhere with --progress; the probe is only written by the engines.
@@ -60,7 +82,7 @@ void add_run_command(CLI::App& app, Action* action)
             std::chrono::milliseconds(static_cast<long>(opts->progress_interval_s * 1000)));
       }
       if (scenario.workload) {
-        const sim::WorkloadRunResult w = sim::run_workload(scenario);
+        const sim::WorkloadRunResult w = sim::run_workload(scenario, limits);
         if (reporter) reporter->finish();
         sim::write_workload_outputs(w, folder);
         const auto& r = w.replay;
@@ -79,7 +101,7 @@ void add_run_command(CLI::App& app, Action* action)
         std::cout << "wrote " << out << "/summary.json, breakdown.csv and trace.json\n";
         return 0;
       }
-      const sim::RunResult result = sim::run_scenario(scenario);
+      const sim::RunResult result = sim::run_scenario(scenario, limits);
       if (reporter) reporter->finish();
       sim::write_outputs(result, folder);
       std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14} {:>12} {:>12}\n", "op", "ranks", "algorithm",

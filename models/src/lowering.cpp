@@ -59,6 +59,36 @@ Pattern Pattern::ring(std::string name, const std::vector<int>& order)
   return Pattern(std::move(name), send_to, recv_from);
 }
 
+Pattern Pattern::from_sends(std::string name, int nranks, const std::vector<Send>& sends, const std::vector<Send>& recvs)
+{
+  Pattern p;
+  p.name_ = std::move(name);
+  const auto n = static_cast<std::size_t>(nranks);
+  // Counting sort by rank keeps each rank's peers in the order given, as the per-rank lists would.
+  const auto fill = [n](const std::vector<Send>& items, bool by_src, std::vector<std::uint32_t>& offsets,
+                        std::vector<std::int32_t>& peers, std::vector<double>* weights) {
+    offsets.assign(n + 1, 0);
+    for (const auto& s : items)
+      ++offsets[static_cast<std::size_t>(by_src ? s.src : s.dst) + 1];
+    for (std::size_t r = 0; r < n; ++r)
+      offsets[r + 1] += offsets[r];
+    std::vector<std::uint32_t> next(offsets.begin(), offsets.end() - 1);
+    peers.assign(items.size(), 0);
+    bool all_one = true;
+    for (const auto& s : items)
+      all_one = all_one && s.weight == 1.0;
+    if (weights && !all_one) weights->assign(items.size(), 1.0);
+    for (const auto& s : items) {
+      const std::uint32_t at = next[static_cast<std::size_t>(by_src ? s.src : s.dst)]++;
+      peers[at] = by_src ? s.dst : s.src;
+      if (weights && !all_one) (*weights)[at] = s.weight;
+    }
+  };
+  fill(sends, true, p.send_offsets_, p.send_peers_, &p.send_weights_);
+  fill(recvs, false, p.recv_offsets_, p.recv_peers_, nullptr);
+  return p;
+}
+
 void Pattern::mark_inter_node(const std::vector<int>& gpus, int gpus_per_node)
 {
   const int n = nranks();
@@ -73,6 +103,28 @@ std::size_t Schedule::num_steps() const
   std::size_t total = 0;
   for (const auto& ch : channels)
     total += ch.size();
+  return total;
+}
+
+ScheduleTooLarge::ScheduleTooLarge(double steps, std::size_t limit)
+    : std::length_error(fmt::format("the schedule would hold {:.0f} steps or more, above the limit of {}", steps, limit)),
+      steps_(steps), limit_(limit)
+{
+}
+
+std::size_t Pattern::memory_bytes() const
+{
+  return sizeof(Pattern) + name_.capacity() + (send_offsets_.capacity() + recv_offsets_.capacity()) * 4 +
+         (send_peers_.capacity() + recv_peers_.capacity()) * 4 + send_weights_.capacity() * 8 + recv_inter_.capacity();
+}
+
+std::size_t Schedule::memory_bytes() const
+{
+  std::size_t total = sizeof(Schedule) + gpus.capacity() * sizeof(int);
+  for (const auto& p : patterns)
+    total += p.memory_bytes();
+  for (const auto& ch : channels)
+    total += sizeof(ch) + ch.capacity() * sizeof(Step);
   return total;
 }
 
@@ -311,6 +363,13 @@ Step make_step(std::uint32_t pattern, Bytes bytes, double wire_per_payload, cons
   return st;
 }
 
+void check_steps(const Schedule& s, double more, const LoweringInput& in)
+{
+  if (in.max_steps == 0) return;
+  const double total = static_cast<double>(s.num_steps()) + more;
+  if (total > static_cast<double>(in.max_steps)) throw ScheduleTooLarge(total, in.max_steps);
+}
+
 std::uint32_t add_pattern(Schedule& s, Pattern p, int gpus_per_node)
 {
   p.mark_inter_node(s.gpus, gpus_per_node);
@@ -336,22 +395,22 @@ void append_pipeline(Schedule& s, int channel, const std::string& name, const st
     total = std::max(total, e.recv_at + chunks);
   }
   const int n = s.nranks();
+  check_steps(s, static_cast<double>(total), in);
   auto& steps = s.channels[static_cast<std::size_t>(channel)];
   std::vector<std::int64_t> points(cuts.begin(), cuts.end());
+  std::vector<Pattern::Send> sends, recvs;
   for (std::size_t i = 0; i + 1 < points.size() && points[i] < total; ++i) {
     const std::int64_t t = points[i];
     const std::int64_t len = std::min(points[i + 1], total) - t;
-    std::vector<std::vector<int>> send_to(n), recv_from(n);
-    std::vector<std::vector<double>> weights(n);
+    sends.clear();
+    recvs.clear();
     for (const auto& e : edges) {
-      if (e.send_at <= t && t < e.send_at + chunks) {
-        send_to[e.src].push_back(e.dst);
-        weights[e.src].push_back(e.weight);
-      }
-      if (e.recv_at <= t && t < e.recv_at + chunks) recv_from[e.dst].push_back(e.src);
+      if (e.send_at <= t && t < e.send_at + chunks) sends.push_back({e.src, e.dst, e.weight});
+      if (e.recv_at <= t && t < e.recv_at + chunks) recvs.push_back({e.src, e.dst, 1.0});
     }
-    const std::uint32_t idx = add_pattern(
-        s, Pattern(fmt::format("{}-ch{}-t{}", name, channel, t), send_to, weights, recv_from), in.gpus_per_node);
+    const std::uint32_t idx =
+        add_pattern(s, Pattern::from_sends(fmt::format("{}-ch{}-t{}", name, channel, t), n, sends, recvs),
+                    in.gpus_per_node);
     const Step st = make_step(idx, chunk, wire_per_payload, in);
     for (std::int64_t k = 0; k < len; ++k)
       steps.push_back(st);

@@ -12,6 +12,9 @@ namespace railyard::models::detail {
 /// A schedule with the call's fields filled in and `channels` empty channels.
 Schedule make_schedule(const LoweringInput& in, Algorithm a, int channels);
 
+/// Throws ScheduleTooLarge when `s` plus `more` steps would pass in.max_steps (checked before the steps are appended).
+void check_steps(const Schedule& s, double more, const LoweringInput& in);
+
 /// A step of `bytes` payload per send for the protocol, with the input's per-hop costs.
 Step make_step(std::uint32_t pattern, Bytes bytes, double wire_per_payload, const LoweringInput& in);
 

@@ -52,6 +52,7 @@ Schedule lower_nvls(const LoweringInput& in)
   const double per_channel = call.bytes.value() / channels;
   const double chunk = nccl_chunk(call.kind, Algorithm::Nvls, Protocol::Simple, call.bytes, channels, n, 1, n).value();
   const std::int64_t loops = chunks_for(per_channel, n * chunk);
+  check_steps(s, static_cast<double>(loops) * channels, in);
   const double loop_bytes = per_channel / static_cast<double>(loops);
   const double flow = call.kind == CollectiveKind::AllReduce ? loop_bytes * (n + 1) / n : loop_bytes;
   const double wire = 1.0 / in.costs.nvls_efficiency;

@@ -42,6 +42,7 @@ Schedule lower_pat(const LoweringInput& in)
   const double chunk = nccl_chunk(call.kind, Algorithm::Pat, Protocol::Simple, call.bytes, channels, n, n, 1).value();
   const std::int64_t pieces = chunks_for(block_per_channel, chunk);
   const double piece = block_per_channel / static_cast<double>(pieces);
+  check_steps(s, static_cast<double>(pieces) * levels * channels, in);
 
   for (int c = 0; c < channels; ++c) {
     std::vector<std::uint32_t> pattern(levels);

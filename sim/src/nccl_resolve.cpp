@@ -77,10 +77,22 @@ int p2p_lanes(const std::vector<int>& ranks, const topo::Topology& topology, con
   return std::max(1, pow2_up(std::max(1, comm)) / 2);
 }
 
-models::Schedule lower_checked(const models::LoweringInput& in, const InputLocation& where)
+models::Schedule lower_checked(models::LoweringInput in, const InputLocation& where, std::size_t max_steps)
 {
+  in.max_steps = max_steps;
   try {
     return models::lower(in);
+  } catch (const models::ScheduleTooLarge& e) {
+    throw InputError(where,
+                     fmt::format("{} of {} on {} ranks ({} / {}, {} channels) would be lowered into {:.3g} steps or "
+                                 "more ({:.3g} GiB), more than this run may still hold: {} steps (what the memory left "
+                                 "under the run's limit, or --max-transfers, allows)",
+                                 models::to_string(in.call.kind), format_bytes(in.call.bytes), in.call.ranks.size(),
+                                 models::nccl_name(*in.call.algorithm), models::to_string(*in.call.protocol),
+                                 in.call.channels.value_or(1), e.steps(),
+                                 e.steps() * sizeof(models::Step) / (1024.0 * 1024 * 1024), e.limit()),
+                     "a smaller size or fewer repeats, or run it with more memory (--max-memory) or a larger "
+                     "--max-transfers");
   } catch (const std::invalid_argument& e) {
     throw InputError(where,
                      fmt::format("{} with algorithm {} cannot be lowered: {}", models::to_string(in.call.kind),
@@ -275,12 +287,14 @@ HopLatencies hop_latencies(const topo::Topology& topology)
   return h;
 }
 
-LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario)
+LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario,
+                       std::size_t max_steps)
 {
   LoweredSpec out;
   if (!spec.is_group()) {
     out.call = resolve_call(spec.call, topology, scenario.nccl, spec.where);
-    out.schedule = lower_checked(lowering_input(out.call, topology, scenario.nccl, scenario.step_overhead), spec.where);
+    out.schedule = lower_checked(lowering_input(out.call, topology, scenario.nccl, scenario.step_overhead), spec.where,
+                                 max_steps);
     return out;
   }
   std::vector<models::Schedule> members;
@@ -292,7 +306,8 @@ LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topolog
       out.call.algorithm = call.algorithm;
       out.call.protocol = call.protocol;
     }
-    members.push_back(lower_checked(lowering_input(call, topology, scenario.nccl, scenario.step_overhead), w));
+    members.push_back(
+        lower_checked(lowering_input(call, topology, scenario.nccl, scenario.step_overhead), w, max_steps));
   }
   if (!spec.sends.empty()) {
     double largest = 0;

@@ -23,7 +23,10 @@ ProgressReporter::ProgressReporter(const ProgressProbe& probe, ProgressProbe::Un
 {
 }
 
-ProgressReporter::~ProgressReporter() { finish(); }
+ProgressReporter::~ProgressReporter()
+{
+  finish();
+}
 
 void ProgressReporter::finish()
 {
@@ -43,7 +46,8 @@ void ProgressReporter::loop()
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, interval_, [this] { return stop_; })) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    out_ << "railyard: progress: " << line(probe_, unit_, elapsed) << std::endl;
+    out_ << "railyard: progress: " << probe_.phase.load(std::memory_order_relaxed) << ": "
+         << line(probe_, unit_, elapsed) << std::endl;
   }
 }
 
@@ -57,10 +61,10 @@ std::string ProgressReporter::line(const ProgressProbe& probe, ProgressProbe::Un
   const auto events = probe.events.load(std::memory_order_relaxed);
   const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0.0;
   std::string s = fmt::format("simulated {}, {} {}", format_seconds(Seconds(now)), done, unit);
-  if (total > 0) s += fmt::format(" of {} ({:.1f}%)", total, 100.0 * static_cast<double>(done) / static_cast<double>(total));
+  if (total > 0)
+    s += fmt::format(" of {} ({:.1f}%)", total, 100.0 * static_cast<double>(done) / static_cast<double>(total));
   s += fmt::format(", {:.3g} {}/s, {} events, wall {}", rate, unit, events, duration_text(elapsed_s));
-  if (total > 0 && done < total && rate > 0)
-    s += ", ETA " + duration_text(static_cast<double>(total - done) / rate);
+  if (total > 0 && done < total && rate > 0) s += ", ETA " + duration_text(static_cast<double>(total - done) / rate);
   return s;
 }
 

@@ -313,20 +313,7 @@ private:
     for (const auto& c : w_.communicators)
       for (std::size_t i = 0; i < c.ranks.size(); ++i)
         if (c.ranks[i] >= 0 && c.ranks[i] < n) pos[c.ranks[i]].emplace_back(c.id, static_cast<int>(i));
-    std::vector<int> traced;
-    if (opt_.trace_ranks) {
-      traced = *opt_.trace_ranks;
-    } else if (n <= 16) {
-      traced.resize(n);
-      std::iota(traced.begin(), traced.end(), 0);
-    } else {
-      std::vector<char> seen(w_.graphs.size(), 0);
-      for (int r = 0; r < n && traced.size() < 16; ++r)
-        if (!seen[w_.ranks[r].graph]) {
-          seen[w_.ranks[r].graph] = 1;
-          traced.push_back(r);
-        }
-    }
+    const std::vector<int> traced = traced_ranks(w_, opt_);
     for (int r : traced)
       if (r < 0 || r >= n)
         throw InputError({w_.source, 0, "trace_ranks"},
@@ -1144,6 +1131,33 @@ private:
 };
 
 } // namespace
+
+std::vector<int> traced_ranks(const workloads::Workload& w, const ReplayOptions& options)
+{
+  if (options.trace_ranks) return *options.trace_ranks;
+  const int n = w.world_size();
+  std::vector<int> traced;
+  if (n <= 16) {
+    traced.resize(static_cast<std::size_t>(n));
+    std::iota(traced.begin(), traced.end(), 0);
+    return traced;
+  }
+  std::vector<char> seen(w.graphs.size(), 0);
+  for (int r = 0; r < n && traced.size() < 16; ++r)
+    if (!seen[w.ranks[r].graph]) {
+      seen[w.ranks[r].graph] = 1;
+      traced.push_back(r);
+    }
+  return traced;
+}
+
+std::size_t traced_ops(const workloads::Workload& w, const ReplayOptions& options)
+{
+  std::size_t ops = 0;
+  for (int r : traced_ranks(w, options))
+    if (r >= 0 && r < w.world_size()) ops += w.graph_of(r).size();
+  return ops;
+}
 
 ReplayResult replay_workload(const workloads::Workload& workload, const topo::Topology& topology,
                              const SimulationConfig& config, const calibration::Profile* profile,

@@ -6,8 +6,12 @@
 #include "railyard/common/csv.hpp"
 #include "railyard/common/output_dir.hpp"
 
+#include <boost/range/iterator_range.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
 
 namespace railyard::sim {
 
@@ -27,26 +31,93 @@ models::CollectiveCall resolve_call(const models::CollectiveCall& call, const to
   return resolve_call(call, topology, NcclSettings{}, where);
 }
 
-RunResult run_scenario(const Scenario& scenario)
+RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
 {
+  const MemoryLimit& memory = limits.memory;
+  // Refusals point at the section that makes the run large: the cluster, then the calls.
+  const InputLocation where = scenario.cluster_where;
+  // Before anything is built: the topology, and the engine for the GPUs the calls name.
+  const topo::TopologySize size = topo::topology_size(scenario.cluster, scenario.cluster_where);
+  std::vector<char> taking_part(static_cast<std::size_t>(scenario.cluster.gpus()), 0);
+  for (const auto& spec : scenario.collectives)
+    for (int g : spec.call.ranks)
+      if (g >= 0 && g < scenario.cluster.gpus()) taking_part[static_cast<std::size_t>(g)] = 1;
+  const auto gpus = static_cast<std::size_t>(std::count(taking_part.begin(), taking_part.end(), 1));
+  const std::size_t actors = scenario.sim.backend == Backend::SimGrid ? gpus : 0;
+  check_actor_count(actors, where);
+  Footprint footprint;
+  add_baseline(footprint);
+  add_topology(footprint, size);
+  add_engine(footprint, scenario.sim, size, gpus, actors);
+  check_footprint(footprint, memory, where);
+
+  ProgressProbe* probe = scenario.sim.progress;
+  if (probe) probe->phase = "building the topology";
   const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
+  if (probe) probe->phase = "lowering the calls";
   RunResult result;
   result.scenario = scenario;
   result.topology = topology.summary();
 
   std::vector<models::Schedule> schedules;
+  std::vector<LoweredSpec> lowered_specs;
+  // Steps the schedules may hold: what memory and --max-transfers leave, shared by the calls in order (a call
+  // repeated k times is kept k times).
+  std::size_t budget = limits.step_budget(footprint);
   for (const auto& spec : scenario.collectives) {
-    const LoweredSpec lowered = lower_spec(spec, topology, scenario);
+    const std::size_t per_copy = budget > 0 ? std::max<std::size_t>(1, budget / static_cast<std::size_t>(spec.repeat)) : 0;
+    lowered_specs.push_back(lower_spec(spec, topology, scenario, per_copy));
+    const LoweredSpec& lowered = lowered_specs.back();
+    if (budget > 0) budget -= std::min(budget, lowered.schedule.num_steps() * static_cast<std::size_t>(spec.repeat));
     for (int it = 0; it < spec.repeat; ++it) {
-      schedules.push_back(lowered.schedule);
       CollectiveResult r;
       r.call = lowered.call;
       r.iteration = it;
       result.collectives.push_back(r);
     }
   }
+  // Before anything is simulated: the schedules as run_schedules gets them (a copy per repeat), and what the fluid
+  // network records of them. Link samples follow the run's length, bounded below by what a call's first rank sends
+  // over all its GPU's outgoing links at once (cheap; the contention-free schedule time would cost a pass over every
+  // flow of every round).
+  std::vector<const models::Schedule*> distinct;
+  std::vector<int> copies;
+  Seconds duration{0};
+  const bool samples = scenario.sim.backend == Backend::Fluid && scenario.sim.fluid.record_links;
+  for (std::size_t i = 0; i < lowered_specs.size(); ++i) {
+    distinct.push_back(&lowered_specs[i].schedule);
+    copies.push_back(scenario.collectives[i].repeat);
+    if (samples) {
+      const auto& sch = lowered_specs[i].schedule;
+      const int first = sch.gpus.empty() ? 0 : sch.gpus.front();
+      double out_capacity = 0;
+      for (const auto& e : boost::make_iterator_range(boost::out_edges(topology.gpu_vertex(first), topology.graph())))
+        out_capacity += topology.graph()[e].bandwidth.value();
+      if (out_capacity > 0 && !sch.gpus.empty())
+        duration += Seconds(sch.bytes_sent_by(0).value() / out_capacity) * scenario.collectives[i].repeat;
+    }
+  }
+  add_collectives(footprint, distinct, copies, scenario.sim, size, duration);
+  const InputLocation calls_where = scenario.collectives.empty() ? where : scenario.collectives.front().where;
+  check_footprint(footprint, memory, calls_where);
+  if (limits.max_transfers > 0) {
+    std::size_t transfers = 0;
+    for (std::size_t i = 0; i < distinct.size(); ++i)
+      transfers += distinct[i]->num_transfers() * static_cast<std::size_t>(copies[i]);
+    if (transfers > limits.max_transfers)
+      throw InputError(calls_where,
+                       fmt::format("the lowered calls start {} transfers, more than --max-transfers {}", transfers,
+                                   limits.max_transfers),
+                       "raise --max-transfers, or run fewer, smaller or fewer-channel calls");
+  }
+  result.footprint = footprint;
+  for (std::size_t i = 0; i < lowered_specs.size(); ++i)
+    for (int it = 0; it < scenario.collectives[i].repeat; ++it)
+      schedules.push_back(lowered_specs[i].schedule);
+  lowered_specs.clear();
 
-  if (ProgressProbe* probe = scenario.sim.progress) {
+  if (probe) {
+    probe->phase = "simulating";
     std::size_t transfers = 0;
     for (const auto& s : schedules)
       transfers += s.num_transfers();
@@ -103,6 +174,7 @@ void write_outputs(const RunResult& result, OutputDir& folder)
   j["links"] = cluster_links_json(result.scenario);
   j["nccl_system"] = nccl_system_json(result.scenario);
   j["simulated_time_s"] = result.simulated_time.value();
+  j["memory_estimate"] = footprint_json(result.footprint);
   j["flows"] = {{"sent", result.flows.flows_sent},
                 {"received", result.flows.flows_received},
                 {"wire_bytes_sent", result.flows.bytes_sent},

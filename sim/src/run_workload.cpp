@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace railyard::sim {
 
 namespace {
@@ -105,12 +107,25 @@ nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
 
 } // namespace
 
-WorkloadRunResult run_workload(const Scenario& scenario)
+WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits)
 {
+  const MemoryLimit& memory = limits.memory;
   if (!scenario.workload)
     throw InputError({scenario.file, 0, "workload"}, "the scenario has no workload section",
                      "add 'workload:' (generator or trace)");
+  // Before anything is built: the topology (the workload's own size is known once it is generated or read).
+  // Refusals point at the section that makes the run large: the cluster, then the workload.
+  const InputLocation where = scenario.cluster_where;
+  const InputLocation workload_where = scenario.workload->where;
+  const topo::TopologySize size = topo::topology_size(scenario.cluster, scenario.cluster_where);
+  Footprint footprint;
+  add_baseline(footprint);
+  add_topology(footprint, size);
+  check_footprint(footprint, memory, where);
+  ProgressProbe* probe = scenario.sim.progress;
+  if (probe) probe->phase = "building the topology";
   const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
+  if (probe) probe->phase = "generating or reading the workload";
   WorkloadRunResult result;
   result.scenario = scenario;
   result.topology = topology.summary();
@@ -121,9 +136,21 @@ WorkloadRunResult run_workload(const Scenario& scenario)
   if (profile) result.profile_system = profile->system;
   ReplayOptions options = scenario.workload->replay;
   options.step_overhead = scenario.step_overhead;
-  options.lower = [&scenario, &topology](const models::CollectiveCall& call, const InputLocation& where) {
+  const std::size_t max_steps = limits.step_budget(footprint);
+  options.lower = [&scenario, &topology, max_steps](const models::CollectiveCall& call, const InputLocation& where) {
     const models::CollectiveCall resolved = resolve_call(call, topology, scenario.nccl, where);
-    return models::lower(lowering_input(resolved, topology, scenario.nccl, scenario.step_overhead));
+    models::LoweringInput in = lowering_input(resolved, topology, scenario.nccl, scenario.step_overhead);
+    in.max_steps = max_steps;
+    try {
+      return models::lower(in);
+    } catch (const models::ScheduleTooLarge& e) {
+      throw InputError(where,
+                       fmt::format("{} of {} on {} ranks would be lowered into {:.3g} steps or more, more than the "
+                                   "memory left under the run's limit holds ({} steps)",
+                                   models::to_string(call.kind), format_bytes(call.bytes), call.ranks.size(), e.steps(),
+                                   e.limit()),
+                       "a smaller size, or run it with more memory (--max-memory)");
+    }
   };
   // collective_model: profile: the fit where the profile covers the call, else the schedule; every distinct shape
   // is recorded once, with both times, for the summary.
@@ -169,7 +196,49 @@ WorkloadRunResult run_workload(const Scenario& scenario)
     throw InputError(scenario.workload->where,
                      "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
                      "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+  if (scenario.workload->kind == WorkloadSpec::Kind::Megatron) {
+    // Before generating: ops per program are about 43 per (micro-batch, layer) on the examples (gpt3_175b_1024:
+    // 49k ops per rank for 96 micro-batches x 12 layers); 100 bounds them, one program per pipeline stage.
+    const workloads::MegatronLayout l = workloads::resolve_layout(scenario.workload->megatron, scenario.cluster.gpus());
+    const double per_rank = 100.0 * l.microbatches * l.vpp * l.layers_per_chunk + 1000;
+    Footprint before = footprint;
+    add_workload(before, static_cast<std::size_t>(per_rank * l.pp), static_cast<std::size_t>(per_rank * l.world), 0);
+    check_footprint(before, memory, workload_where);
+  }
   result.workload = load_workload(scenario, options);
+  // Before it is replayed: its ops, and the actors SimGrid would need (flows: one per stream of every rank, one per
+  // dependency-ordered op, one proxy per rank; the event loop of analytical and ideal needs none).
+  const workloads::Workload& w = result.workload;
+  std::vector<std::size_t> actors_of_graph(w.graphs.size(), 0);
+  const bool actors = options.comm == CommModel::Flows || !options.discrete_events;
+  if (actors)
+    for (std::size_t gi = 0; gi < w.graphs.size(); ++gi) {
+      const workloads::RankGraph& g = *w.graphs[gi];
+      std::vector<workloads::StreamId> streams;
+      std::size_t unordered = 0;
+      for (workloads::OpId i = 0; i < static_cast<workloads::OpId>(g.size()); ++i) {
+        const auto s = g.op(i).stream;
+        if (s == workloads::kUnordered)
+          ++unordered;
+        else if (std::find(streams.begin(), streams.end(), s) == streams.end())
+          streams.push_back(s);
+      }
+      actors_of_graph[gi] = streams.size() + unordered + 1;
+    }
+  std::size_t ops = 0, actor_count = 0;
+  for (int r = 0; r < w.world_size(); ++r) {
+    ops += w.graph_of(r).size();
+    actor_count += actors_of_graph[w.ranks[static_cast<std::size_t>(r)].graph];
+  }
+  if (scenario.sim.backend == Backend::SimGrid) check_actor_count(actor_count, workload_where);
+  add_engine(footprint, scenario.sim, size, static_cast<std::size_t>(w.world_size()), actor_count);
+  std::size_t graph_ops = 0;
+  for (const auto& g : w.graphs)
+    graph_ops += g->size();
+  add_workload(footprint, graph_ops, ops, traced_ops(w, options));
+  check_footprint(footprint, memory, workload_where);
+  result.footprint = footprint;
+  if (probe) probe->phase = "replaying";
   result.replay = replay_workload(result.workload, topology, scenario.sim, profile.get(), options);
   result.collective_costs = std::move(*costs);
   return result;
@@ -243,6 +312,7 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   j["communication"] = to_string(r.comm);
   j["collective_model"] = collective_model_json(result);
   j["step_time_s"] = step;
+  j["memory_estimate"] = footprint_json(result.footprint);
   j["start_s"] = r.start.value();
   j["model_flops"] = r.model_flops;
   j["hardware_flops"] = r.hardware_flops;

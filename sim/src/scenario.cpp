@@ -590,14 +590,21 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   const auto items = list.items();
   if (items.empty())
     list.fail("no collectives to run", "add at least one entry such as '- {op: all_reduce, size: 1 GiB}'");
+  // Every call of a run is a row of collectives.csv and a result kept in memory: at most kMaxCalls in all.
+  constexpr long long kMaxCalls = 1000000;
+  long long calls = 0;
   for (const auto& item : items) {
     CollectiveSpec spec = parse_entry(item, sc.cluster.gpus());
     if (auto r = item.get("repeat")) {
       const auto v = r->as_int();
-      if (v < 1 || v > 1000000)
-        r->fail(fmt::format("repeat = {} is outside 1..1000000", v), "give how many times to run the call");
+      if (v < 1 || v > kMaxCalls)
+        r->fail(fmt::format("repeat = {} is outside 1..{}", v, kMaxCalls), "give how many times to run the call");
       spec.repeat = static_cast<int>(v);
     }
+    calls += spec.repeat;
+    if (calls > kMaxCalls)
+      item.fail(fmt::format("the collectives list runs more than {} calls (entries x repeat) up to here", kMaxCalls),
+                "run fewer calls in one scenario, or split it into several runs");
     sc.collectives.push_back(std::move(spec));
   }
   return sc;

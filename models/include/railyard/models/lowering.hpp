@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,21 @@ public:
           const std::vector<std::vector<double>>& send_weights, const std::vector<std::vector<int>>& recv_from);
   /// The ring r -> order[(i+1) % n] for the rank at position i of `order`.
   static Pattern ring(std::string name, const std::vector<int>& order);
+  /// Builds rows from (src, dst, weight) sends over `nranks` ranks, each rank's peers in the order of `sends`; every
+  /// send is also a receive of its dst, in the same order. Linear in nranks + sends (no list per rank).
+  struct Send {
+    int src = 0, dst = 0;
+    double weight = 1.0;
+  };
+  static Pattern from_sends(std::string name, int nranks, const std::vector<Send>& sends,
+                            const std::vector<Send>& recvs);
 
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] int nranks() const { return static_cast<int>(send_offsets_.size()) - 1; }
   /// Sends of all ranks together: the transfers one step with this pattern starts.
   [[nodiscard]] std::size_t num_sends() const { return send_peers_.size(); }
+  /// Bytes its arrays hold (their capacities), for memory estimates.
+  [[nodiscard]] std::size_t memory_bytes() const;
   [[nodiscard]] std::span<const std::int32_t> sends(int rank) const
   {
     return {send_peers_.data() + send_offsets_[rank], send_peers_.data() + send_offsets_[rank + 1]};
@@ -91,6 +102,8 @@ struct Schedule {
   [[nodiscard]] std::size_t num_steps() const;
   /// Point-to-point transfers the schedule starts: over channels and steps, the sends of the step's pattern.
   [[nodiscard]] std::size_t num_transfers() const;
+  /// Bytes the schedule holds: its patterns' arrays and its steps (capacities), for memory estimates.
+  [[nodiscard]] std::size_t memory_bytes() const;
   /// Bytes every rank sends in total: sum over channels and steps of bytes x weight of each send.
   [[nodiscard]] Bytes bytes_sent_by(int rank) const;
 };
@@ -132,6 +145,22 @@ struct LoweringInput {
   int gpus_per_node = 8;    ///< node of GPU g is g / gpus_per_node
   Seconds step_overhead{0}; ///< added to every step's overhead (scenario `nccl.step_overhead`)
   LoweringCosts costs{};    ///< NCCL's fixed costs; zero: bytes and link latencies only
+  /// Most steps (over all channels) the schedule may hold; 0: no limit. The lowering counts a call's steps before it
+  /// appends them and throws ScheduleTooLarge instead of building more, so a call that is too large for memory (or
+  /// for a run's work budget) is refused before it is allocated.
+  std::size_t max_steps = 0;
+};
+
+/// A call whose schedule would hold more than LoweringInput::max_steps steps.
+class ScheduleTooLarge : public std::length_error {
+public:
+  ScheduleTooLarge(double steps, std::size_t limit);
+  [[nodiscard]] double steps() const { return steps_; } ///< at least this many
+  [[nodiscard]] std::size_t limit() const { return limit_; }
+
+private:
+  double steps_;
+  std::size_t limit_;
 };
 
 /// Lowers a call. Throws std::invalid_argument for a combination this lowering does not implement (CollNet, Tree

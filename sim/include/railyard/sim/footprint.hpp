@@ -14,6 +14,8 @@
 #include "railyard/topologies/topology.hpp"
 #include "railyard/workloads/op_graph.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,10 +23,10 @@
 namespace railyard::sim {
 
 struct FootprintPart {
-  std::string what;  ///< "topology links", "flow records (flows.csv)", ...
-  double count = 0;  ///< items
+  std::string what; ///< "topology links", "flow records (flows.csv)", ...
+  double count = 0; ///< items
   double bytes_each = 0;
-  std::string knob;  ///< what to change to shrink it
+  std::string knob; ///< what to change to shrink it
   [[nodiscard]] double bytes() const { return count * bytes_each; }
 };
 
@@ -36,6 +38,9 @@ struct Footprint {
   [[nodiscard]] std::string table() const;
 };
 
+/// summary.json's "memory_estimate": total_bytes and the parts (what, count, bytes_each, bytes, knob).
+nlohmann::ordered_json footprint_json(const Footprint& f);
+
 /// The most memory a run may use: `--max-memory`, or the machine's (MemTotal of /proc/meminfo, or the cgroup's
 /// memory.max when that is lower), as it was when the run started.
 struct MemoryLimit {
@@ -43,6 +48,15 @@ struct MemoryLimit {
   std::string source; ///< "--max-memory 8 GiB", "the machine's memory (MemTotal)", ...
 };
 MemoryLimit machine_memory_limit();
+
+/// What a run may take: memory, and optionally work (transfers of the lowered schedules; 0: no limit).
+struct RunLimits {
+  MemoryLimit memory = machine_memory_limit();
+  std::uint64_t max_transfers = 0;
+  /// Steps the lowered schedules may still hold once `f` is allocated: the memory left at sizeof(Step) each, and no
+  /// more than max_transfers (a step starts at least one transfer); 0 when neither limit is set.
+  [[nodiscard]] std::size_t step_budget(const Footprint& f) const;
+};
 
 /// Throws InputError at `where` (exit 2) when the footprint exceeds the limit, listing its parts and their knobs.
 void check_footprint(const Footprint& f, const MemoryLimit& limit, const InputLocation& where);
@@ -60,8 +74,9 @@ void add_engine(Footprint& f, const SimulationConfig& config, const topo::Topolo
 void add_collectives(Footprint& f, const std::vector<const models::Schedule*>& schedules,
                      const std::vector<int>& copies, const SimulationConfig& config, const topo::TopologySize& size,
                      Seconds duration);
-/// A workload's replay: per op of every rank its replay state, per traced op a timeline event.
-void add_workload(Footprint& f, std::size_t ops, std::size_t traced_ops);
+/// A workload's op graphs (`graph_ops` ops over its distinct programs) and its replay: per op of every rank its replay
+/// state, per traced op a timeline event.
+void add_workload(Footprint& f, std::size_t graph_ops, std::size_t ops, std::size_t traced_ops);
 
 /// SimGrid maps two memory areas per actor (its stack and a guard page); past the kernel's vm.max_map_count it aborts
 /// ("Failed to protect stack"). Throws InputError at `where` when `actors` would exceed what this machine allows,

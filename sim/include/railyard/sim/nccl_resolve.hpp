@@ -50,6 +50,9 @@ struct LoweredSpec {
   models::CollectiveCall call; ///< as run (for a group: the summary, with its first member's choices)
   models::Schedule schedule;
 };
-LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario);
+/// `max_steps` (0: none) bounds the steps the schedule may hold: a call that would need more is an InputError at its
+/// entry, raised before its steps are allocated (models::ScheduleTooLarge).
+LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario,
+                       std::size_t max_steps = 0);
 
 } // namespace railyard::sim

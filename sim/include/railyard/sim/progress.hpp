@@ -20,11 +20,12 @@ struct ProgressProbe {
   /// (workload replay).
   enum class Unit { Transfers, Ops };
 
-  std::atomic<double> now_s{0};            ///< simulated time reached
-  std::atomic<std::uint64_t> transfers{0}; ///< transfers delivered so far
-  std::atomic<std::uint64_t> ops{0};       ///< workload ops completed so far
-  std::atomic<std::uint64_t> events{0};    ///< engine events processed (fluid dates, SimGrid clock steps, op ends)
-  std::atomic<std::uint64_t> total{0};     ///< units the run will do, once known (0: unknown: no percentage, no ETA)
+  std::atomic<double> now_s{0};               ///< simulated time reached
+  std::atomic<std::uint64_t> transfers{0};    ///< transfers delivered so far
+  std::atomic<std::uint64_t> ops{0};          ///< workload ops completed so far
+  std::atomic<std::uint64_t> events{0};       ///< engine events processed (fluid dates, SimGrid clock steps, op ends)
+  std::atomic<std::uint64_t> total{0};        ///< units the run will do, once known (0: unknown: no percentage, no ETA)
+  std::atomic<const char*> phase{"starting"}; ///< what the run is doing: a string literal ("lowering the calls", ...)
 
   void publish_transfers(double now, std::uint64_t delivered)
   {

@@ -141,6 +141,12 @@ ReplayResult replay_workload(const workloads::Workload& workload, const topo::To
 /// nodes), as the collective runner forwards what arrived after that overhead; rounds add up. For the
 /// symmetric patterns NCCL builds (rings, trees) this is max-min sharing, so it equals the Flows replay of the
 /// collective alone. Routes are Topology::route with the channel as flow key.
+/// The ranks whose ops go into the timeline: options.trace_ranks, else every rank up to 16 ranks, else the first rank
+/// of each distinct program, up to 16.
+std::vector<int> traced_ranks(const workloads::Workload& w, const ReplayOptions& options);
+/// Ops of those ranks (the timeline's events).
+std::size_t traced_ops(const workloads::Workload& w, const ReplayOptions& options);
+
 Seconds isolated_collective_time(const models::Schedule& schedule, const topo::Topology& topology, bool pxn,
                                  std::uint64_t seed);
 

@@ -4,6 +4,7 @@
 #include "railyard/common/output_dir.hpp"
 #include "railyard/models/lowering.hpp"
 #include "railyard/sim/flow_network.hpp"
+#include "railyard/sim/footprint.hpp"
 #include "railyard/sim/scenario.hpp"
 
 #include <memory>
@@ -29,6 +30,7 @@ struct RunResult {
   Seconds simulated_time{0};
   FlowTotals flows;
   std::shared_ptr<const FluidReport> network; ///< the fluid backend's flows, link samples and statistics; else null
+  Footprint footprint;                        ///< the memory the run was estimated to need (summary.json)
 };
 
 /// Fills in what the call leaves open (algorithm, protocol, channels) with NCCL's choice on this cluster and checks
@@ -37,8 +39,11 @@ struct RunResult {
 models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
                                     const InputLocation& where);
 
-/// Builds the topology, lowers every call and simulates them in order.
-RunResult run_scenario(const Scenario& scenario);
+/// Builds the topology, lowers every call and simulates them in order. Before building the topology, and again once
+/// the calls are lowered and before anything is simulated, the run's memory is estimated (footprint.hpp) and a run
+/// that would exceed `limits` is refused with an InputError naming the parts and their knobs; a SimGrid run whose
+/// actors this machine cannot map is refused too.
+RunResult run_scenario(const Scenario& scenario, const RunLimits& limits = {});
 
 /// Writes collectives.csv, with the fluid backend flows.csv and links.csv, and summary.json (last) into `folder`, then
 /// commits it (common/output_dir.hpp: staged, checked, swapped in whole). A write that fails is an OutputError.
