@@ -104,6 +104,48 @@ TEST_F(Limits, ATinyLimitRefusesBeforeTheTopologyIsBuilt)
   }
 }
 
+TEST_F(Limits, ACallTooLargeToLowerIsRefusedBeforeItsStepsAreAllocated)
+{
+  // A 1,024 TiB (2^50 B) ring all-reduce on 8 GPUs, one channel, Simple: 2^50 / (8 x 2 MiB) = 67,108,864 loops of 14 steps,
+  // 939,524,096 steps of 48 bytes or more (about 42 GiB): more than a 1 GiB limit holds. Refused at its entry.
+  const std::string text = cluster("rail_optimized", 1) +
+                           "collectives:\n  - {op: all_reduce, size: 1024 TiB, algorithm: ring, protocol: simple, "
+                           "channels: 1}\n";
+  const CliResult r = run(scenario(text), "--max-memory '1 GiB'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("collectives[0]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("9.4e+08 steps"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+
+  // A generated step of 10^8 micro-batches: refused before the generator builds it.
+  const std::string step = cluster("rail_optimized", 1) + "profile: " + std::string(RAILYARD_SOURCE_DIR) +
+                           "/calibration/profiles/dgx_h100_ib_ndr.yaml\n"
+                           "workload:\n  generator: megatron\n"
+                           "  model: {layers: 4, hidden: 1024, heads: 16, seq_length: 512, vocab: 8192}\n"
+                           "  parallel: {tp: 8, pp: 1, dp: 1}\n"
+                           "  training: {micro_batch: 1, global_batch: 100000000, dtype: bf16}\n";
+  const CliResult g = run(scenario(step), "--max-memory '4 GiB'");
+  EXPECT_EQ(g.exit_code, 2) << g.output;
+  EXPECT_NE(g.output.find("op graphs"), std::string::npos) << g.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(Limits, MaxTransfersBoundsTheWork)
+{
+  // A ring all-reduce of n ranks, c channels and L loops starts n x 2(n-1) x c x L transfers: on one 8-GPU node with
+  // one channel and one 2 MiB-chunk loop (8 x 2 MiB = 16 MiB), 8 x 14 = 112.
+  const std::string text = cluster("rail_optimized", 1) +
+                           "collectives:\n  - {op: all_reduce, size: 16 MiB, algorithm: ring, protocol: simple, "
+                           "channels: 1}\n";
+  const CliResult over = run(scenario(text), "--max-transfers 111");
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_NE(over.output.find("--max-transfers"), std::string::npos) << over.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  const CliResult fits = run(scenario(text), "--max-transfers 112");
+  ASSERT_EQ(fits.exit_code, 0) << fits.output;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir_ / "out" / "summary.json"))["flows"]["sent"], 112);
+}
+
 TEST_F(Limits, SimGridActorsBeyondTheKernelsMapLimitAreRefusedBeforeSimGridAborts)
 {
   // SimGrid maps a stack and a guard page per actor; past vm.max_map_count it aborts ("Failed to protect stack").
