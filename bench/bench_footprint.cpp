@@ -9,13 +9,12 @@
 //               examples): estimate / measured, signed error
 //
 //   bench_footprint [--fit]
+#include "railyard/common/child_process.hpp"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -80,28 +79,14 @@ Measured measure(const Case& c, const fs::path& dir)
   }
   const fs::path out = dir / "out";
   fs::remove_all(out);
-  const std::string cli = RAILYARD_CLI;
-  const std::vector<std::string> args = {cli, "run", scenario.string(), "--out", out.string(), "--max-memory", "1024 GiB"};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    std::vector<char*> argv;
-    for (const auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  rusage usage{};
-  ::wait4(pid, &status, 0, &usage);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error("railyard run failed on case '" + c.name + "'");
+  const railyard::ProgramResult r =
+      railyard::run_program({RAILYARD_CLI, "run", scenario.string(), "--out", out.string(), "--max-memory", "1024 GiB"},
+                            (dir / "stderr.txt").string());
+  if (r.exit_code != 0) throw std::runtime_error("railyard run failed on case '" + c.name + "'");
   std::ifstream in(out / "summary.json");
   const auto j = nlohmann::json::parse(in);
   fs::remove_all(out);
-  return {j["memory_estimate"]["total_bytes"].get<double>(), static_cast<double>(usage.ru_maxrss) * 1024};
+  return {j["memory_estimate"]["total_bytes"].get<double>(), r.max_rss_bytes};
 }
 
 std::string mib(double b)

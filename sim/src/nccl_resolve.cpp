@@ -77,6 +77,8 @@ int p2p_lanes(const std::vector<int>& ranks, const topo::Topology& topology, con
   return std::max(1, pow2_up(std::max(1, comm)) / 2);
 }
 
+} // namespace
+
 models::Schedule lower_checked(models::LoweringInput in, const InputLocation& where, std::size_t max_steps)
 {
   in.max_steps = max_steps;
@@ -100,8 +102,6 @@ models::Schedule lower_checked(models::LoweringInput in, const InputLocation& wh
                      "leave the algorithm to NCCL's cost model, or pick one NCCL implements for this collective");
   }
 }
-
-} // namespace
 
 models::NodeSpec nccl_node(const NcclSettings& settings, const topo::ClusterSpec& cluster)
 {
@@ -293,8 +293,8 @@ LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topolog
   LoweredSpec out;
   if (!spec.is_group()) {
     out.call = resolve_call(spec.call, topology, scenario.nccl, spec.where);
-    out.schedule = lower_checked(lowering_input(out.call, topology, scenario.nccl, scenario.step_overhead), spec.where,
-                                 max_steps);
+    out.schedule =
+        lower_checked(lowering_input(out.call, topology, scenario.nccl, scenario.step_overhead), spec.where, max_steps);
     return out;
   }
   std::vector<models::Schedule> members;

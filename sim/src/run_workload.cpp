@@ -139,18 +139,7 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   const std::size_t max_steps = limits.step_budget(footprint);
   options.lower = [&scenario, &topology, max_steps](const models::CollectiveCall& call, const InputLocation& where) {
     const models::CollectiveCall resolved = resolve_call(call, topology, scenario.nccl, where);
-    models::LoweringInput in = lowering_input(resolved, topology, scenario.nccl, scenario.step_overhead);
-    in.max_steps = max_steps;
-    try {
-      return models::lower(in);
-    } catch (const models::ScheduleTooLarge& e) {
-      throw InputError(where,
-                       fmt::format("{} of {} on {} ranks would be lowered into {:.3g} steps or more, more than the "
-                                   "memory left under the run's limit holds ({} steps)",
-                                   models::to_string(call.kind), format_bytes(call.bytes), call.ranks.size(), e.steps(),
-                                   e.limit()),
-                       "a smaller size, or run it with more memory (--max-memory)");
-    }
+    return lower_checked(lowering_input(resolved, topology, scenario.nccl, scenario.step_overhead), where, max_steps);
   };
   // collective_model: profile: the fit where the profile covers the call, else the schedule; every distinct shape
   // is recorded once, with both times, for the summary.

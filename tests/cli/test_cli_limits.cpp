@@ -106,8 +106,8 @@ TEST_F(Limits, ATinyLimitRefusesBeforeTheTopologyIsBuilt)
 
 TEST_F(Limits, ACallTooLargeToLowerIsRefusedBeforeItsStepsAreAllocated)
 {
-  // A 1,024 TiB (2^50 B) ring all-reduce on 8 GPUs, one channel, Simple: 2^50 / (8 x 2 MiB) = 67,108,864 loops of 14 steps,
-  // 939,524,096 steps of 48 bytes or more (about 42 GiB): more than a 1 GiB limit holds. Refused at its entry.
+  // A 1,024 TiB (2^50 B) ring all-reduce on 8 GPUs, one channel, Simple: 2^50 / (8 x 2 MiB) = 67,108,864 loops of 14
+  // steps, 939,524,096 steps of 48 bytes or more (about 42 GiB): more than a 1 GiB limit holds. Refused at its entry.
   const std::string text = cluster("rail_optimized", 1) +
                            "collectives:\n  - {op: all_reduce, size: 1024 TiB, algorithm: ring, protocol: simple, "
                            "channels: 1}\n";

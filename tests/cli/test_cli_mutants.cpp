@@ -10,21 +10,15 @@
 // refused up front (exit 2) instead of growing.
 #include "cli_support.hpp"
 
+#include "railyard/common/child_process.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace railyard::test;
@@ -197,53 +191,6 @@ std::string mutate(const std::string& text, SplitMix& rng, std::string& what)
   return join(lines);
 }
 
-struct Outcome {
-  int exit_code = -1;
-  int signal = 0;
-  bool timed_out = false;
-  double seconds = 0;
-  double max_rss_bytes = 0;
-  std::string stderr_text;
-};
-
-Outcome run_bounded(const std::vector<std::string>& args, const fs::path& err)
-{
-  Outcome o;
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  rusage usage{};
-  while (true) {
-    const pid_t r = ::wait4(pid, &status, WNOHANG, &usage);
-    if (r == pid) break;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > kTimeBoundSeconds) {
-      o.timed_out = true;
-      ::kill(pid, SIGKILL);
-      ::wait4(pid, &status, 0, &usage);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  o.max_rss_bytes = static_cast<double>(usage.ru_maxrss) * 1024;
-  if (WIFEXITED(status)) o.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
-  o.stderr_text = read_file(err);
-  return o;
-}
-
 struct Base {
   std::string example;
   int mutants;
@@ -290,13 +237,15 @@ TEST_P(Mutants, EndCleanlyOrAreRefusedWithFileAndLocation)
     const fs::path file = dir / "scenarios" / (base.example + "_" + std::to_string(k) + ".yaml");
     std::ofstream(file, std::ios::binary) << mutant;
     const fs::path out = dir / ("out" + std::to_string(k));
-    const Outcome o = run_bounded({RAILYARD_CLI, "run", file.string(), "--out", out.string(), "--max-memory", "2GiB"},
-                                  dir / "stderr.txt");
+    const railyard::ProgramResult o =
+        railyard::run_program({RAILYARD_CLI, "run", file.string(), "--out", out.string(), "--max-memory", "2GiB"},
+                              (dir / "stderr.txt").string(), kTimeBoundSeconds);
+    const std::string stderr_text = read_file(dir / "stderr.txt");
     const std::string id = base.example + " mutant " + std::to_string(k) + " (" + what + "): ";
     EXPECT_FALSE(o.timed_out) << id << "ran past " << kTimeBoundSeconds << " s";
-    EXPECT_EQ(o.signal, 0) << id << "killed by signal " << o.signal << "\n" << o.stderr_text;
+    EXPECT_EQ(o.signal, 0) << id << "killed by signal " << o.signal << "\n" << stderr_text;
     EXPECT_LE(o.max_rss_bytes, kMemoryBoundBytes) << id << "peak memory " << o.max_rss_bytes / 1048576 << " MiB";
-    EXPECT_TRUE(o.exit_code == 0 || o.exit_code == 2) << id << "exit " << o.exit_code << "\n" << o.stderr_text;
+    EXPECT_TRUE(o.exit_code == 0 || o.exit_code == 2) << id << "exit " << o.exit_code << "\n" << stderr_text;
     if (o.exit_code == 0) {
       ++ran;
       EXPECT_TRUE(fs::exists(out / ".railyard-output")) << id;
@@ -308,13 +257,13 @@ TEST_P(Mutants, EndCleanlyOrAreRefusedWithFileAndLocation)
       ++refused;
       // "railyard: error: FILE:LINE: ..." or "FILE: field 'F': ...": the mutant's file and where in it.
       const std::string prefix = "railyard: error: " + file.string() + ":";
-      EXPECT_NE(o.stderr_text.find(prefix), std::string::npos) << id << "\n" << o.stderr_text;
-      const auto at = o.stderr_text.find(prefix);
-      const bool line = at != std::string::npos && at + prefix.size() < o.stderr_text.size() &&
-                        std::isdigit(static_cast<unsigned char>(o.stderr_text[at + prefix.size()]));
-      const bool field = at != std::string::npos && o.stderr_text.compare(at + prefix.size(), 8, " field '") == 0;
-      EXPECT_TRUE(line || field) << id << "no line or field after the file\n" << o.stderr_text;
-      EXPECT_NE(o.stderr_text.find("Fix:"), std::string::npos) << id << "no fix\n" << o.stderr_text;
+      EXPECT_NE(stderr_text.find(prefix), std::string::npos) << id << "\n" << stderr_text;
+      const auto at = stderr_text.find(prefix);
+      const bool line = at != std::string::npos && at + prefix.size() < stderr_text.size() &&
+                        std::isdigit(static_cast<unsigned char>(stderr_text[at + prefix.size()]));
+      const bool field = at != std::string::npos && stderr_text.compare(at + prefix.size(), 8, " field '") == 0;
+      EXPECT_TRUE(line || field) << id << "no line or field after the file\n" << stderr_text;
+      EXPECT_NE(stderr_text.find("Fix:"), std::string::npos) << id << "no fix\n" << stderr_text;
       EXPECT_FALSE(fs::exists(out)) << id << "a refused run left a folder";
     }
     EXPECT_FALSE(fs::exists(out.string() + ".partial")) << id << "a staging folder was left";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace railyard {
@@ -19,5 +20,19 @@ struct ChildResult {
 /// Forks, runs `fn` in the child and returns what it returned. Throws std::runtime_error if the child fails (an
 /// exception, a crash); the child's message goes to stderr.
 ChildResult run_in_child(const std::function<std::vector<double>()>& fn);
+
+/// How a program run by run_program ended.
+struct ProgramResult {
+  int exit_code = -1;       ///< -1 when it did not exit normally
+  int signal = 0;           ///< the signal that ended it, 0 if none
+  bool timed_out = false;   ///< killed after the time limit
+  double wall_seconds = 0;
+  double max_rss_bytes = 0; ///< its peak resident set size (wait4's ru_maxrss)
+};
+
+/// Runs the program argv[0] (a path) with `argv`, stdout to /dev/null and stderr to the file `stderr_path`; kills it
+/// with SIGKILL after `timeout_seconds` (0: no limit). For tests and benchmarks that measure a binary as users run it.
+ProgramResult run_program(const std::vector<std::string>& argv, const std::string& stderr_path,
+                          double timeout_seconds = 0);
 
 } // namespace railyard

@@ -45,6 +45,10 @@ HopLatencies hop_latencies(const topo::Topology& topology);
 models::LoweringInput lowering_input(const models::CollectiveCall& resolved, const topo::Topology& topology,
                                      const NcclSettings& settings, Seconds step_overhead);
 
+/// Lowers a resolved call with at most `max_steps` steps (0: no limit). A call NCCL does not implement, or whose
+/// schedule would need more steps, is an InputError at `where` naming the call, what is wrong and the fix.
+models::Schedule lower_checked(models::LoweringInput in, const InputLocation& where, std::size_t max_steps = 0);
+
 /// A scenario entry (a call or a group) resolved and lowered.
 struct LoweredSpec {
   models::CollectiveCall call; ///< as run (for a group: the summary, with its first member's choices)
