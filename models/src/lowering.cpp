@@ -397,6 +397,7 @@ void append_pipeline(Schedule& s, int channel, const std::string& name, const st
   const int n = s.nranks();
   check_steps(s, static_cast<double>(total), in);
   auto& steps = s.channels[static_cast<std::size_t>(channel)];
+  steps.reserve(steps.size() + static_cast<std::size_t>(total));
   std::vector<std::int64_t> points(cuts.begin(), cuts.end());
   std::vector<Pattern::Send> sends, recvs;
   for (std::size_t i = 0; i + 1 < points.size() && points[i] < total; ++i) {

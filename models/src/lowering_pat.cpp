@@ -43,6 +43,8 @@ Schedule lower_pat(const LoweringInput& in)
   const std::int64_t pieces = chunks_for(block_per_channel, chunk);
   const double piece = block_per_channel / static_cast<double>(pieces);
   check_steps(s, static_cast<double>(pieces) * levels * channels, in);
+  for (auto& ch : s.channels)
+    ch.reserve(ch.size() + static_cast<std::size_t>(pieces) * static_cast<std::size_t>(levels));
 
   for (int c = 0; c < channels; ++c) {
     std::vector<std::uint32_t> pattern(levels);

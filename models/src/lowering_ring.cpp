@@ -44,6 +44,9 @@ Schedule lower_ring(const LoweringInput& in)
   const double loop_size = static_cast<double>(channels) * n * chunk;
   const auto loops = static_cast<std::int64_t>(std::ceil(total / loop_size));
   check_steps(s, static_cast<double>(loops) * channels * steps_per_loop, in);
+  // Exactly what follows: a schedule's memory is its steps, and growth by doubling would hold up to twice as much.
+  for (auto& ch : s.channels)
+    ch.reserve(ch.size() + static_cast<std::size_t>(loops) * static_cast<std::size_t>(steps_per_loop));
   for (std::int64_t l = 0; l < loops; ++l) {
     const double loop_bytes = std::min(loop_size, total - static_cast<double>(l) * loop_size);
     const Bytes slice(loop_bytes / (static_cast<double>(channels) * n));

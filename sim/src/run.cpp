@@ -111,9 +111,13 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
                        "raise --max-transfers, or run fewer, smaller or fewer-channel calls");
   }
   result.footprint = footprint;
-  for (std::size_t i = 0; i < lowered_specs.size(); ++i)
-    for (int it = 0; it < scenario.collectives[i].repeat; ++it)
+  // run_schedules takes a schedule per call: the repeats are copies, the last one is moved (no second copy of a large
+  // schedule at any time).
+  for (std::size_t i = 0; i < lowered_specs.size(); ++i) {
+    for (int it = 1; it < scenario.collectives[i].repeat; ++it)
       schedules.push_back(lowered_specs[i].schedule);
+    schedules.push_back(std::move(lowered_specs[i].schedule));
+  }
   lowered_specs.clear();
 
   if (probe) {
