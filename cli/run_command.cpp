@@ -1,6 +1,7 @@
 #include "commands.hpp"
 
 #include "railyard/common/error.hpp"
+#include "railyard/common/numbers.hpp"
 #include "railyard/common/output_dir.hpp"
 #include "railyard/common/units.hpp"
 #include "railyard/sim/run.hpp"
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 
 namespace railyard::cli {
 
@@ -21,7 +23,7 @@ void add_run_command(CLI::App& app, Action* action)
   struct Options {
     std::string scenario;
     std::string out;
-    std::optional<std::uint64_t> seed;
+    std::optional<std::string> seed; // parsed by us: CLI11 2.1 wraps -1 and saturates 2^64 into a uint64 silently
     bool force = false;
     bool progress = false;
     double progress_interval_s = 2.0;
@@ -40,7 +42,7 @@ void add_run_command(CLI::App& app, Action* action)
                 "replace an existing --out folder (and a leftover <DIR>.partial) even if Railyard did not write it; "
                 "never the working directory, the home folder, a folder above them, or one holding the scenario or "
                 "its inputs");
-  cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing)");
+  cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing): a whole number from 0 to 2^64-1");
   cmd->add_option("--max-memory", opts->max_memory,
                   "refuse up front a run whose estimated memory exceeds this ('8 GiB'; default: the machine's memory, "
                   "or its container's limit); the estimate is in summary.json's memory_estimate");
@@ -54,9 +56,17 @@ void add_run_command(CLI::App& app, Action* action)
       ->check(CLI::Range(0.01, 3600.0));
   cmd->callback([opts, action] {
     *action = [opts] {
+      std::optional<std::uint64_t> seed;
+      if (opts->seed) {
+        try {
+          seed = parse_uint64(*opts->seed);
+        } catch (const std::invalid_argument& e) {
+          throw InputError({"railyard run", 0, "--seed"}, e.what(),
+                           "give a whole number from 0 to 18446744073709551615 (2^64-1)");
+        }
+      }
       sim::Scenario scenario = sim::load_scenario(opts->scenario);
-      if (opts->seed)
-        scenario.sim.seed = *opts->seed;
+      if (seed) scenario.sim.seed = *seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
       sim::RunLimits limits;
       limits.max_transfers = opts->max_transfers;

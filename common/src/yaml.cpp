@@ -1,10 +1,14 @@
 #include "railyard/common/yaml.hpp"
 
+#include "railyard/common/numbers.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
+#include <utility>
 
 namespace railyard {
 
@@ -94,17 +98,24 @@ std::string YamlNode::as_string() const
   return node_.Scalar();
 }
 
-std::int64_t YamlNode::as_int() const
+std::int64_t YamlNode::as_int(std::int64_t min, std::int64_t max, std::string_view why) const
 {
   const std::string s = as_string();
   try {
-    size_t pos = 0;
-    const long long v = std::stoll(s, &pos);
-    if (pos != s.size())
-      throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    fail(fmt::format("'{}' is not an integer", s), "write a whole number such as 8");
+    return parse_integer(s, min, max);
+  } catch (const std::invalid_argument& e) {
+    fail(why.empty() ? std::string(e.what()) : fmt::format("{} ({})", e.what(), why),
+         fmt::format("write a whole number {}", integer_range_words(min, max)));
+  }
+}
+
+std::uint64_t YamlNode::as_uint64() const
+{
+  const std::string s = as_string();
+  try {
+    return parse_uint64(s);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what(), "write a whole number from 0 to 18446744073709551615 (2^64-1)");
   }
 }
 
@@ -112,13 +123,9 @@ double YamlNode::as_double() const
 {
   const std::string s = as_string();
   try {
-    size_t pos = 0;
-    const double v = std::stod(s, &pos);
-    if (pos != s.size())
-      throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    fail(fmt::format("'{}' is not a number", s), "write a number such as 2.0");
+    return parse_finite(s);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what(), "write a finite decimal number such as 2.0 or 1e-6");
   }
 }
 
@@ -164,10 +171,10 @@ std::string YamlNode::string_or(std::string_view key, const std::string& fallbac
   auto n = get(key);
   return n ? n->as_string() : fallback;
 }
-std::int64_t YamlNode::int_or(std::string_view key, std::int64_t fallback) const
+std::int64_t YamlNode::int_in(std::string_view key, std::int64_t min, std::int64_t max, std::int64_t fallback) const
 {
   auto n = get(key);
-  return n ? n->as_int() : fallback;
+  return n ? n->as_int(min, max) : fallback;
 }
 double YamlNode::double_or(std::string_view key, double fallback) const
 {

@@ -45,7 +45,7 @@ TEST(Yaml, ValuesCarryFileLineAndPath)
   EXPECT_EQ(bw.where().field, "cluster.nic.bandwidth");
   EXPECT_DOUBLE_EQ(bw.as_bandwidth().value(), 50e9);
   EXPECT_DOUBLE_EQ(root.at("cluster").at("nic").at("latency").as_seconds().value(), 1e-6);
-  EXPECT_EQ(root.at("cluster").at("nodes").as_int(), 4);
+  EXPECT_EQ(root.at("cluster").at("nodes").as_int(1, 64), 4);
   const auto items = root.at("list").items();
   ASSERT_EQ(items.size(), 2U);
   EXPECT_EQ(items[1].path(), "list[1]");
@@ -59,7 +59,7 @@ TEST(Yaml, MissingRequiredKeyNamesIt)
   EXPECT_EQ(e.where().line, 3); // the map of `cluster:` starts on its first key
   EXPECT_NE(std::string(e.what()).find("gpus_per_node"), std::string::npos) << e.what();
   EXPECT_FALSE(root.at("cluster").get("gpus_per_node").has_value());
-  EXPECT_EQ(root.at("cluster").int_or("gpus_per_node", 8), 8);
+  EXPECT_EQ(root.at("cluster").int_in("gpus_per_node", 1, 64, 8), 8);
 }
 
 TEST(Yaml, UnknownKeySuggestsTheClosestSpelling)
@@ -83,9 +83,9 @@ TEST(Yaml, ClosestSpelling)
 TEST(Yaml, WrongTypesAreErrorsAtTheirLine)
 {
   const YamlNode root = YamlNode::load_string(kDoc, "doc.yaml");
-  const InputError not_int = error_from([&] { (void)root.at("cluster").at("kind").as_int(); });
+  const InputError not_int = error_from([&] { (void)root.at("cluster").at("kind").as_int(0, 100); });
   EXPECT_EQ(not_int.where().line, 3);
-  EXPECT_NE(not_int.rule().find("not an integer"), std::string::npos);
+  EXPECT_NE(not_int.rule().find("not a whole number"), std::string::npos);
   const InputError no_unit = error_from([&] { (void)root.at("cluster").at("nodes").as_bandwidth(); });
   EXPECT_EQ(no_unit.where().line, 4);
   EXPECT_NE(no_unit.fix().find("Gb/s"), std::string::npos);
@@ -116,4 +116,42 @@ TEST(InputErrors, MessageLeavesOutUnknownParts)
             "a.yaml:3: field 'cluster.nodes': must be positive. Fix: write 1 or more");
   EXPECT_EQ(format_input_error({"a.yaml", 0, ""}, "cannot open the file", ""), "a.yaml: cannot open the file");
   EXPECT_EQ(format_input_error({}, "bad", "fix it"), "bad. Fix: fix it");
+}
+
+TEST(YamlNumbers, RangedIntegersNameTheFieldAndTheRange)
+{
+  const YamlNode root = YamlNode::load_string("channels: 65\nseed: 18446744073709551616\nbig: 99999999999999999999\n"
+                                              "ratio: nan\nhex: 0x10\n",
+                                              "n.yaml");
+  const InputError ch = error_from([&] { (void)root.at("channels").as_int(1, 64, "NCCL's MAXCHANNELS"); });
+  EXPECT_EQ(ch.where().field, "channels");
+  EXPECT_EQ(ch.where().line, 1);
+  EXPECT_NE(ch.rule().find("outside the allowed range 1..64 (NCCL's MAXCHANNELS)"), std::string::npos) << ch.what();
+  EXPECT_NE(ch.fix().find("greater than zero and at most 64"), std::string::npos) << ch.what();
+  // An int64 overflow is out of range, not "not an integer".
+  const InputError big = error_from([&] { (void)root.at("big").as_int(0, 100); });
+  EXPECT_NE(big.rule().find("outside the allowed range 0..100"), std::string::npos) << big.what();
+  const InputError seed = error_from([&] { (void)root.at("seed").as_uint64(); });
+  EXPECT_EQ(seed.where().line, 2);
+  EXPECT_NE(seed.rule().find("0..18446744073709551615"), std::string::npos) << seed.what();
+  EXPECT_NE(error_from([&] { (void)root.at("ratio").as_double(); }).rule().find("not a finite number"),
+            std::string::npos);
+  EXPECT_NE(error_from([&] { (void)root.at("hex").as_double(); }).rule().find("hexadecimal"), std::string::npos);
+  EXPECT_EQ(root.int_in("missing", 1, 8, 4), 4);
+}
+
+TEST(YamlNumbers, UnitValuesOutsideTheirRangeNameFieldLineAndRange)
+{
+  const YamlNode root =
+      YamlNode::load_string("size: 1e30 B\nlatency: 1e308 s\nbw: 0 Gb/s\nnan_size: nan MiB\n", "u.yaml");
+  const InputError size = error_from([&] { (void)root.at("size").as_bytes(); });
+  EXPECT_EQ(size.where().line, 1);
+  EXPECT_EQ(size.where().field, "size");
+  EXPECT_NE(size.rule().find("2^53 B"), std::string::npos) << size.what();
+  const InputError lat = error_from([&] { (void)root.at("latency").as_seconds(); });
+  EXPECT_EQ(lat.where().line, 2);
+  EXPECT_NE(lat.rule().find("at most 1e6 s"), std::string::npos) << lat.what();
+  EXPECT_NE(error_from([&] { (void)root.at("bw").as_bandwidth(); }).rule().find("greater than zero"),
+            std::string::npos);
+  EXPECT_EQ(error_from([&] { (void)root.at("nan_size").as_bytes(); }).where().line, 4);
 }
