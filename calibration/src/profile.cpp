@@ -267,24 +267,6 @@ KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
   return k;
 }
 
-// yaml-cpp keeps one of two equal keys without a word; a profile with a number given twice is ambiguous.
-void refuse_duplicate_keys(const YAML::Node& node, const std::string& file)
-{
-  if (node.IsMap()) {
-    std::set<std::string> seen;
-    for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
-      if (!seen.insert(key).second)
-        throw InputError({file, kv.first.Mark().line + 1, key}, fmt::format("the key '{}' is given twice", key),
-                         "keep one of the two lines");
-      refuse_duplicate_keys(kv.second, file);
-    }
-  } else if (node.IsSequence()) {
-    for (const auto& item : node)
-      refuse_duplicate_keys(item, file);
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Writing
 
@@ -419,7 +401,6 @@ Seconds Profile::gemm_time(double m, double n, double k, double batch, Bytes byt
 Profile parse_profile(const std::string& text, const std::string& name)
 {
   const YamlNode root = YamlNode::load_string(text, name);
-  refuse_duplicate_keys(root.raw(), name);
   if (!root.is_map()) root.fail("a profile is a YAML map", "start the file with 'railyard_profile: 1'");
   root.expect_keys({"railyard_profile", "system", "description", "created_by", "gpu", "nccl", "inputs", "links",
                     "collectives", "kernel"});

@@ -20,9 +20,13 @@ class YamlNode {
 public:
   YamlNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path);
 
-  /// Parses a file; a syntax error becomes an InputError with the line yaml-cpp reports.
+  /// Parses a file (read_input_file: not a folder, at most 64 MiB); a syntax error becomes an InputError with the
+  /// line yaml-cpp reports. Also refused, with the line, where yaml-cpp would accept them silently: invalid UTF-8 or
+  /// control characters, no document or more than one (yaml-cpp reads the first and drops the rest), a key given
+  /// twice (yaml-cpp keeps one), a key that is a list or a map, and aliases expanding to far more values than the
+  /// text holds.
   static YamlNode load_file(const std::string& path);
-  /// Parses text held in memory; `name` stands for the file in messages.
+  /// Parses text held in memory, with the same checks; `name` stands for the file in messages.
   static YamlNode load_string(const std::string& text, const std::string& name);
 
   [[nodiscard]] bool has(std::string_view key) const;
