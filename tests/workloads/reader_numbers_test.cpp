@@ -124,6 +124,15 @@ TEST(KinetoNumbers, IdsAndRanksBeyondTheirIntegersAreRefused)
   const std::string pg = replaced(kKineto, "\"world_size\": 1}",
                                   "\"world_size\": 1, \"pg_config\": [{\"pg_name\": \"0\", \"ranks\": [\"zero\"]}]}");
   EXPECT_TRUE(has(kineto_error("pg.json", pg).rule(), "not a whole number from 0"));
+  // An NCCL kernel naming its process group's ranks in text, one beyond an int (std::stoi threw out_of_range).
+  const std::string nccl =
+      replaced(replaced(kKineto, "\"name\": \"gemm\"", "\"name\": \"ncclKernel_AllReduce_RING_LL_Sum_float\""),
+               "\"args\": {\"stream\": 7}",
+               "\"args\": {\"stream\": 7, \"Collective name\": \"allreduce\", \"Process Group Ranks\": "
+               "\"[0, 99999999999]\"}");
+  const InputError pg_ranks = kineto_error("pg_ranks.json", nccl);
+  EXPECT_EQ(pg_ranks.where().field, "event 1");
+  EXPECT_TRUE(has(pg_ranks.rule(), "Process Group Ranks '[0, 99999999999]'")) << pg_ranks.what();
 }
 
 // ---- ASTRA-sim 1.0 text: one MICRO layer ----

@@ -182,8 +182,15 @@ std::vector<int> parse_rank_list(const std::string& s)
 {
   std::vector<int> out;
   static const std::regex num(R"(-?\d+)");
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), num); it != std::sregex_iterator(); ++it)
-    out.push_back(std::stoi(it->str()));
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), num); it != std::sregex_iterator(); ++it) {
+    try {
+      // Negative and unknown ranks are left out when communicators are built; only an int must hold them.
+      out.push_back(
+          static_cast<int>(parse_integer(it->str(), std::numeric_limits<int>::min(), std::numeric_limits<int>::max())));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("Process Group Ranks '{}': {}", s, e.what()));
+    }
+  }
   return out;
 }
 
@@ -336,6 +343,8 @@ private:
       // A field of an unexpected JSON type (a name that is a number, a rank list of strings): not a Kineto trace.
       fail(doc.name, fmt::format("event {}", event_), fmt::format("unexpected JSON in the trace: {}", e.what()),
            "give the trace as the profiler wrote it");
+    } catch (const std::invalid_argument& e) { // a number in a text field that no rank can be
+      fail(doc.name, fmt::format("event {}", event_), e.what(), "give the trace as the profiler wrote it");
     }
   }
 
