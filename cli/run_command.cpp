@@ -28,7 +28,7 @@ void add_run_command(CLI::App& app, Action* action)
     bool progress = false;
     double progress_interval_s = 2.0;
     std::string max_memory;
-    std::uint64_t max_transfers = 0;
+    std::string max_transfers = "0"; // parsed by us, as the seed is
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Simulate a scenario: a cluster with collectives (writes summary.json and "
@@ -56,20 +56,22 @@ void add_run_command(CLI::App& app, Action* action)
       ->check(CLI::Range(0.01, 3600.0));
   cmd->callback([opts, action] {
     *action = [opts] {
-      std::optional<std::uint64_t> seed;
-      if (opts->seed) {
+      const auto uint64_option = [](const std::string& text, const char* option) {
         try {
-          seed = parse_uint64(*opts->seed);
+          return parse_uint64(text);
         } catch (const std::invalid_argument& e) {
-          throw InputError({"railyard run", 0, "--seed"}, e.what(),
+          throw InputError({"railyard run", 0, option}, e.what(),
                            "give a whole number from 0 to 18446744073709551615 (2^64-1)");
         }
-      }
+      };
+      std::optional<std::uint64_t> seed;
+      if (opts->seed) seed = uint64_option(*opts->seed, "--seed");
+      const std::uint64_t max_transfers = uint64_option(opts->max_transfers, "--max-transfers");
       sim::Scenario scenario = sim::load_scenario(opts->scenario);
       if (seed) scenario.sim.seed = *seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
       sim::RunLimits limits;
-      limits.max_transfers = opts->max_transfers;
+      limits.max_transfers = max_transfers;
       sim::MemoryLimit& memory = limits.memory;
       if (!opts->max_memory.empty()) {
         try {

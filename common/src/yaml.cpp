@@ -151,8 +151,10 @@ YamlNode load_checked(const std::string& text, const std::string& name)
     throw InputError({name, e.mark.line + 1, ""}, fmt::format("malformed YAML ({})", e.msg),
                      "fix the YAML syntax at that line (indentation, a missing ':' or an unclosed quote or bracket)");
   }
+  // At the line where the text ends, which is where the missing document would have to begin.
   if (docs.empty())
-    throw InputError({name, 0, ""}, "the file holds no YAML document: it is empty or holds only comments",
+    throw InputError({name, line_column(text, text.size()).first, ""},
+                     "the file holds no YAML document: it is empty or holds only comments",
                      "write its content as 'key: value' lines");
   if (docs.size() > 1)
     throw InputError({name, document_start_line(text, docs[1].Mark().line), ""},

@@ -136,7 +136,8 @@ TEST(RefusedFiles, EmptyFileFolderAndDeviceExitTwoNamingThePath)
   std::ofstream(empty) << "# nothing here\n";
   const CliResult e = run_cli("run " + empty.string() + " --out " + (dir / "o1").string());
   EXPECT_EQ(e.exit_code, 2) << e.output;
-  EXPECT_TRUE(has(e.output, empty.string() + ": the file holds no YAML document")) << e.output;
+  // "# nothing here\n" ends on line 2, where a document would have to begin.
+  EXPECT_TRUE(has(e.output, empty.string() + ":2: the file holds no YAML document")) << e.output;
   const CliResult f = run_cli("run " + dir.string() + " --out " + (dir / "o2").string());
   EXPECT_EQ(f.exit_code, 2) << f.output;
   EXPECT_TRUE(has(f.output, dir.string() + ": this is a folder")) << f.output;
@@ -163,6 +164,11 @@ TEST(SeedOption, TakesEvery64BitSeedAndRefusesTheRest)
     EXPECT_TRUE(has(r.output, "18446744073709551615")) << r.output; // the range, in the message or the fix
     EXPECT_FALSE(fs::exists(out)) << seed;
   }
+  // --max-transfers is read the same way (CLI11 took -1 as 2^64-1, no limit at all).
+  const CliResult transfers =
+      run_cli("run " + file.string() + " --out " + (dir / "t").string() + " --max-transfers=-1");
+  EXPECT_EQ(transfers.exit_code, 2) << transfers.output;
+  EXPECT_TRUE(has(transfers.output, "field '--max-transfers': '-1' is outside the allowed range")) << transfers.output;
   // The largest seed, 2^64 - 1, is a seed like any other; in the scenario too.
   const CliResult top =
       run_cli("run " + file.string() + " --out " + (dir / "top").string() + " --seed 18446744073709551615");

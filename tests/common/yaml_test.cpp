@@ -184,7 +184,11 @@ TEST(YamlReader, InvalidUtf8AndControlCharactersAreRefusedWithLineAndColumn)
 TEST(YamlReader, EmptyFilesAndAliasBombsAreRefused)
 {
   EXPECT_NE(load_error("").rule().find("no YAML document"), std::string::npos);
-  EXPECT_NE(load_error("# only a comment\n").rule().find("no YAML document"), std::string::npos);
+  EXPECT_EQ(load_error("").where().line, 1);
+  // Where the text ends: after the comment's line break, on line 2.
+  const InputError comment = load_error("# only a comment\n");
+  EXPECT_NE(comment.rule().find("no YAML document"), std::string::npos);
+  EXPECT_EQ(comment.where().line, 2);
   // Ten aliases of ten aliases of ... : 10^7 values from a few hundred bytes (the "billion laughs").
   std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
   for (int i = 1; i <= 7; ++i)
