@@ -2,6 +2,8 @@
 #include "commands.hpp"
 
 #include "railyard/common/error.hpp"
+#include "railyard/common/numbers.hpp"
+#include "railyard/common/units.hpp"
 #include "railyard/sim/nccl_tests.hpp"
 
 #include <fmt/format.h>
@@ -9,24 +11,26 @@
 #include <cctype>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace railyard::cli {
 
 namespace {
 
-// nccl-tests' parsesize (src/common.cu): a number with an optional K, M or G suffix, binary multiples.
+// nccl-tests' parsesize (src/common.cu): a number with an optional K, M or G suffix, binary multiples. The number is
+// read as every Railyard number is (no hexadecimal, NaN or inf), and the size must lie in a size's range (units.hpp:
+// 0 to 2^53 B), so that 1e30 or 99999999999999999999G cannot wrap the integer byte count.
 std::int64_t parse_size(const std::string& text, const char* option)
 {
-  std::size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  const auto refuse = [&](const std::string& rule) {
+    return InputError(InputLocation{"railyard nccl-tests", 0, option}, rule,
+                      "write a byte count with an optional K, M or G suffix, as nccl-tests does: 8, 64K, 1M, 8G");
+  };
+  const LeadingNumber n = leading_number(text);
+  if (n.hexadecimal || n.length == 0) throw refuse(fmt::format("invalid size '{}'", text));
   double unit = 1;
-  std::string rest = text.substr(used);
+  std::string rest = text.substr(n.length);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front())))
     rest.erase(rest.begin());
   if (rest.size() == 1) {
@@ -41,16 +45,28 @@ std::int64_t parse_size(const std::string& text, const char* option)
       unit = 1024.0 * 1024 * 1024;
       break;
     default:
-      unit = -1;
+      throw refuse(fmt::format("invalid size '{}'", text));
     }
   } else if (!rest.empty()) {
-    unit = -1;
+    throw refuse(fmt::format("invalid size '{}'", text));
   }
-  if (used == 0 || unit < 0 || value < 0)
-    throw InputError(InputLocation{"railyard nccl-tests", 0, option}, fmt::format("invalid size '{}'", text),
-                     "write a byte count with an optional K, M or G suffix, "
-                     "as nccl-tests does: 8, 64K, 1M, 8G");
-  return static_cast<std::int64_t>(value * unit);
+  if (n.out_of_range) throw refuse(fmt::format("size '{}' is beyond the range of a double", text));
+  try {
+    return static_cast<std::int64_t>(checked_bytes(n.value * unit).value());
+  } catch (const std::invalid_argument& e) {
+    throw refuse(fmt::format("size '{}': {}", text, e.what()));
+  }
+}
+
+// -f: a whole number, refused when it overflows (CLI11 would saturate 99999999999999999999 to 2^63-1 silently).
+std::int64_t parse_step_factor(const std::string& text)
+{
+  try {
+    return parse_integer(text, 0, std::numeric_limits<std::int64_t>::max());
+  } catch (const std::invalid_argument& e) {
+    throw InputError(InputLocation{"railyard nccl-tests", 0, "-f/--stepfactor"}, e.what(),
+                     "give the factor the size is multiplied by each step, such as 2");
+  }
 }
 
 std::vector<int> parse_rank_list(const std::string& text, int gpus)
@@ -67,7 +83,7 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
     std::string scenario;
     std::string op = "all_reduce";
     std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
-    std::int64_t step_factor = 1;
+    std::string step_factor = "1";
     std::optional<int> ngpus;
     std::optional<std::string> ranks;
     std::optional<std::string> algo, proto;
@@ -120,7 +136,7 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
       opts.min_bytes = parse_size(o->min_bytes, "-b/--minbytes");
       opts.max_bytes = parse_size(o->max_bytes, "-e/--maxbytes");
       opts.step_bytes = parse_size(o->step_bytes, "-i/--stepbytes");
-      opts.step_factor = o->step_factor;
+      opts.step_factor = parse_step_factor(o->step_factor);
       opts.type = o->type;
       opts.redop = o->redop;
       opts.root = o->root;

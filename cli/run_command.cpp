@@ -1,6 +1,7 @@
 #include "commands.hpp"
 
 #include "railyard/common/error.hpp"
+#include "railyard/common/numbers.hpp"
 #include "railyard/common/output_dir.hpp"
 #include "railyard/common/units.hpp"
 #include "railyard/sim/run.hpp"
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 
 namespace railyard::cli {
 
@@ -21,12 +23,12 @@ void add_run_command(CLI::App& app, Action* action)
   struct Options {
     std::string scenario;
     std::string out;
-    std::optional<std::uint64_t> seed;
+    std::optional<std::string> seed; // parsed by us: CLI11 2.1 wraps -1 and saturates 2^64 into a uint64 silently
     bool force = false;
     bool progress = false;
     double progress_interval_s = 2.0;
     std::string max_memory;
-    std::uint64_t max_transfers = 0;
+    std::string max_transfers = "0"; // parsed by us, as the seed is
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Simulate a scenario: a cluster with collectives (writes summary.json and "
@@ -40,7 +42,7 @@ void add_run_command(CLI::App& app, Action* action)
                 "replace an existing --out folder (and a leftover <DIR>.partial) even if Railyard did not write it; "
                 "never the working directory, the home folder, a folder above them, or one holding the scenario or "
                 "its inputs");
-  cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing)");
+  cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing): a whole number from 0 to 2^64-1");
   cmd->add_option("--max-memory", opts->max_memory,
                   "refuse up front a run whose estimated memory exceeds this ('8 GiB'; default: the machine's memory, "
                   "or its container's limit); the estimate is in summary.json's memory_estimate");
@@ -54,12 +56,22 @@ void add_run_command(CLI::App& app, Action* action)
       ->check(CLI::Range(0.01, 3600.0));
   cmd->callback([opts, action] {
     *action = [opts] {
+      const auto uint64_option = [](const std::string& text, const char* option) {
+        try {
+          return parse_uint64(text);
+        } catch (const std::invalid_argument& e) {
+          throw InputError({"railyard run", 0, option}, e.what(),
+                           "give a whole number from 0 to 18446744073709551615 (2^64-1)");
+        }
+      };
+      std::optional<std::uint64_t> seed;
+      if (opts->seed) seed = uint64_option(*opts->seed, "--seed");
+      const std::uint64_t max_transfers = uint64_option(opts->max_transfers, "--max-transfers");
       sim::Scenario scenario = sim::load_scenario(opts->scenario);
-      if (opts->seed)
-        scenario.sim.seed = *opts->seed;
+      if (seed) scenario.sim.seed = *seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
       sim::RunLimits limits;
-      limits.max_transfers = opts->max_transfers;
+      limits.max_transfers = max_transfers;
       sim::MemoryLimit& memory = limits.memory;
       if (!opts->max_memory.empty()) {
         try {

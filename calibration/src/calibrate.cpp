@@ -1,9 +1,13 @@
 #include "railyard/calibration/calibrate.hpp"
 
+#include "measured.hpp"
+
 #include "railyard/calibration/calibration_csv.hpp"
 #include "railyard/calibration/datasheets.hpp"
 #include "railyard/calibration/nccl_tests_log.hpp"
 #include "railyard/common/error.hpp"
+#include "railyard/common/numbers.hpp"
+#include "railyard/common/units.hpp"
 #include "railyard/models/nccl_tuning.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +16,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -301,9 +306,15 @@ private:
     std::string reason = fmt::format("{} nodes: NCCL crosses the network", nodes);
     if (nodes == 1) std::tie(link, reason) = intra_node_link_for(model, "", options_);
     const CollKey key{*log.collective, algo, proto, link, n, nodes};
+    for (const auto& d : log.dropped)
+      notes_.push_back(fmt::format("{}:{}: row dropped: {}", file, d.line, d.reason));
     for (const auto& row : log.rows) {
       const auto& t = row.out_of_place ? row.out_of_place : row.in_place;
-      if (!t || t->time_us <= 0) continue;
+      if (!t) continue;
+      if (t->time_us == 0) { // no time to fit: a size the timer could not resolve
+        notes_.push_back(fmt::format("{}:{}: row dropped: time is 0 us", file, row.line));
+        continue;
+      }
       add_sample(key, static_cast<double>(row.size_bytes), t->time_us * 1e-6, file, reason);
     }
   }
@@ -353,8 +364,8 @@ private:
       if (!parse_protocol(csv.text(row, "protocol"), proto))
         throw InputError({file, row.line, "protocol"}, fmt::format("unknown protocol '{}'", csv.text(row, "protocol")),
                          std::string("use one of: ") + kProtocolNames);
-      const int nranks = static_cast<int>(csv.integer(row, "nranks"));
-      const int nodes = static_cast<int>(csv.integer(row, "nodes"));
+      const int nranks = static_cast<int>(csv.integer(row, "nranks", 0, std::numeric_limits<int>::max()));
+      const int nodes = static_cast<int>(csv.integer(row, "nodes", 0, std::numeric_limits<int>::max()));
       if (nranks < 2 || nodes < 1 || nodes > nranks)
         throw InputError(
             {file, row.line, "nranks"},
@@ -373,11 +384,25 @@ private:
       if (nodes == 1)
         std::tie(link, reason) =
             intra_node_link_for(csv.meta_or("gpu_model"), csv.meta_or("intra_node_link"), options_);
-      const double seconds = csv.number(row, "time_us") * 1e-6;
-      if (seconds <= 0) continue;
-      add_sample({*coll, algo, proto, link, nranks, nodes}, static_cast<double>(csv.integer(row, "size_bytes")),
-                 seconds, file, reason);
+      const auto size = measured(csv, row, "size_bytes", "B", limits::kMaxBytes, true);
+      const auto us = measured(csv, row, "time_us", "us", limits::kMaxSeconds * 1e6, false);
+      if (!size || !us) continue;
+      add_sample({*coll, algo, proto, link, nranks, nodes}, *size, *us * 1e-6, file, reason);
     }
+  }
+
+  // A size or time of a CSV row; std::nullopt, with a note naming the file and line, when the row is dropped (a
+  // NaN, inf, negative or zero time: nothing to fit). A value that cannot be represented refuses the file.
+  std::optional<double> measured(const CalibrationCsv& csv, const CalibrationCsv::Row& row, const std::string& col,
+                                 const char* unit, double max, bool whole)
+  {
+    const auto m = detail::read_measured(csv.text(row, col), col, unit, max, whole, {csv.input.path, row.line, col});
+    if (!m) return csv.number(row, col); // not a number at all: csv.number names the cell
+    std::string dropped = m->dropped;
+    if (dropped.empty() && col == "time_us" && m->value == 0) dropped = "time_us is 0 us";
+    if (dropped.empty()) return m->value;
+    notes_.push_back(fmt::format("{}:{}: row dropped: {}", csv.input.path, row.line, dropped));
+    return std::nullopt;
   }
 
   void add_peer(const CalibrationCsv& csv)
@@ -387,18 +412,26 @@ private:
       notes_.push_back(fmt::format("{}: no GPU pair was measured (one visible GPU): no peer link fitted", file));
       return;
     }
-    note_gpus_per_node(static_cast<int>(std::stoi(csv.meta_or("gpu_count", "1"))),
-                       fmt::format("gpu_count of {}", file));
+    int gpu_count = 1;
+    try {
+      gpu_count = static_cast<int>(parse_integer(csv.meta_or("gpu_count", "1"), 1, std::numeric_limits<int>::max()));
+    } catch (const std::invalid_argument& e) {
+      const auto line = csv.meta_line.find("gpu_count");
+      throw InputError({file, line == csv.meta_line.end() ? 0 : line->second, "gpu_count"}, e.what(),
+                       "pass the unmodified CSV peer_copy wrote");
+    }
+    note_gpus_per_node(gpu_count, fmt::format("gpu_count of {}", file));
     for (const auto& row : csv.rows) {
       const std::string kind_text = csv.text(row, "link_kind");
       const auto kind = link_kind_from_string(kind_text);
       if (!kind || *kind == LinkKind::Network)
         throw InputError({file, row.line, "link_kind"}, fmt::format("'{}' is not a GPU-to-GPU link kind", kind_text),
                          "pass the unmodified CSV peer_copy wrote (nvlink or pcie)");
-      const double seconds = csv.number(row, "time_us") * 1e-6;
-      if (seconds <= 0) continue;
+      const auto size = measured(csv, row, "size_bytes", "B", limits::kMaxBytes, false);
+      const auto us = measured(csv, row, "time_us", "us", limits::kMaxSeconds * 1e6, false);
+      if (!size || !us) continue;
       auto& g = peer_[*kind];
-      g.samples.push_back({csv.number(row, "size_bytes"), seconds});
+      g.samples.push_back({*size, *us * 1e-6});
       add_unique(g.files, file);
     }
   }
@@ -514,12 +547,14 @@ private:
     for (const auto& csv : mem_) {
       for (const auto& row : csv.rows) {
         const std::string kernel = csv.text(row, "kernel");
-        const double t = csv.number(row, "time_us") * 1e-6;
+        const auto us = measured(csv, row, "time_us", "us", limits::kMaxSeconds * 1e6, false);
+        if (!us) continue;
+        const double t = *us * 1e-6;
         if (kernel == "launch") {
           launch_sum += t;
           ++launch_n;
-        } else if (t > 0) {
-          mem.push_back({csv.number(row, "bytes"), t});
+        } else if (const auto bytes = measured(csv, row, "bytes", "B", limits::kMaxBytes, false)) {
+          mem.push_back({*bytes, t});
         }
       }
       add_unique(mem_files, csv.input.path);
@@ -582,9 +617,12 @@ private:
                                        "its time, cannot be trusted",
                                        csv.text(row, "dtype"), csv.text(row, "wrong")),
                            "find out why (a faulty GPU, a cuBLAS problem), then rerun gemm_bench");
-        const double s = csv.number(row, "time_us") * 1e-6;
-        if (s > 0) by_type[*t].push_back({csv.number(row, "flops"), csv.number(row, "bytes"), s});
         add_unique(type_files[*t], csv.input.path);
+        const auto us = measured(csv, row, "time_us", "us", limits::kMaxSeconds * 1e6, false);
+        const auto flops =
+            us ? measured(csv, row, "flops", "FLOP", std::numeric_limits<double>::max(), false) : std::nullopt;
+        const auto bytes = flops ? measured(csv, row, "bytes", "B", limits::kMaxBytes, false) : std::nullopt;
+        if (bytes) by_type[*t].push_back({*flops, *bytes, *us * 1e-6});
       }
     for (const auto& [dtype, rows] : by_type) {
       ComputeParams c;

@@ -2,6 +2,7 @@
 
 #include "railyard/common/csv.hpp"
 #include "railyard/common/error.hpp"
+#include "railyard/common/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -72,26 +73,20 @@ double CalibrationCsv::number(const Row& r, const std::string& col) const
 {
   const std::string& s = text(r, col);
   try {
-    size_t pos = 0;
-    const double v = std::stod(s, &pos);
-    if (pos == s.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
+    return parse_finite(s);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({input.path, r.line, col}, e.what(), "pass the unmodified CSV the calibration program wrote");
   }
-  throw InputError({input.path, r.line, col}, fmt::format("'{}' is not a number", s),
-                   "pass the unmodified CSV the calibration program wrote");
 }
 
-long long CalibrationCsv::integer(const Row& r, const std::string& col) const
+long long CalibrationCsv::integer(const Row& r, const std::string& col, long long min, long long max) const
 {
   const std::string& s = text(r, col);
   try {
-    size_t pos = 0;
-    const long long v = std::stoll(s, &pos);
-    if (pos == s.size()) return v;
-  } catch (const std::exception&) {
+    return parse_integer(s, min, max);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({input.path, r.line, col}, e.what(), "pass the unmodified CSV the calibration program wrote");
   }
-  throw InputError({input.path, r.line, col}, fmt::format("'{}' is not an integer", s),
-                   "pass the unmodified CSV the calibration program wrote");
 }
 
 bool is_calibration_csv(std::string_view text)

@@ -1,10 +1,9 @@
 #include "railyard/calibration/digest.hpp"
 
 #include "railyard/common/error.hpp"
+#include "railyard/common/input_file.hpp"
 
 #include <array>
-#include <fstream>
-#include <sstream>
 
 namespace railyard::calibration {
 namespace {
@@ -98,11 +97,7 @@ std::string sha256_hex(std::string_view data)
 
 std::string read_text_file(const std::string& path)
 {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, ""}, "cannot open the file", "check the path and that the file is readable");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(path);
 }
 
 InputFile describe_input(const std::string& path, std::string_view contents)

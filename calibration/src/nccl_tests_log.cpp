@@ -1,6 +1,10 @@
 #include "railyard/calibration/nccl_tests_log.hpp"
 
+#include "measured.hpp"
+
 #include "railyard/calibration/names.hpp"
+#include "railyard/common/numbers.hpp"
+#include "railyard/common/units.hpp"
 
 #include "railyard/common/error.hpp"
 
@@ -11,6 +15,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -43,15 +48,18 @@ bool is_integer(const std::string& s)
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
+// A whole token that reads as a number, however broken: signed, NaN, inf, or beyond a double (1e400).
+bool is_number(const std::string& s)
+{
+  const LeadingNumber n = leading_number(s);
+  return n.length > 0 && n.length == s.size();
+}
+
 std::optional<double> to_number(const std::string& s)
 {
-  if (s.empty()) return std::nullopt;
   try {
-    size_t pos = 0;
-    const double v = std::stod(s, &pos);
-    if (pos != s.size() || !std::isfinite(v)) return std::nullopt;
-    return v;
-  } catch (const std::exception&) {
+    return parse_finite(s);
+  } catch (const std::invalid_argument&) {
     return std::nullopt;
   }
 }
@@ -115,6 +123,28 @@ public:
     throw InputError({name_, line, ""}, rule, fix);
   }
 
+  // A whole number of the header or footer (nThread, a rank, a device): refused at its line beyond an int.
+  int header_int(const std::string& digits, int lineno, const char* what) const
+  {
+    try {
+      return static_cast<int>(parse_integer(digits, 0, std::numeric_limits<int>::max()));
+    } catch (const std::invalid_argument& e) {
+      fail(lineno, fmt::format("{}: {}", what, e.what()), "pass the unmodified output of an nccl-tests program");
+    }
+  }
+
+  // Whether `fields` tokens make a data row under the column header: every column, or the in-place half alone, or
+  // the prefix with a blank redop/root.
+  [[nodiscard]] bool row_shaped(size_t fields) const
+  {
+    if (log_.columns.empty()) return false;
+    const size_t measured = layout_.groups * layout_.group_width;
+    return fields == layout_.prefix + measured + layout_.trailing ||
+           (layout_.groups == 2 && fields == layout_.prefix + layout_.group_width + layout_.trailing) ||
+           (fields > measured + layout_.trailing && fields - measured - layout_.trailing >= 2 &&
+            fields - measured - layout_.trailing < layout_.prefix);
+  }
+
   void scan_anywhere(const std::string& line, int lineno)
   {
     static const std::regex version_re(R"(NCCL version (\d+\.\d+\.\d+))");
@@ -150,7 +180,7 @@ public:
       std::smatch m;
       if (std::regex_search(body, m, re)) {
         log_.nccl_tests_version = m[1];
-        log_.nccl_version = nccl_version_from_code(std::stol(m[2]));
+        log_.nccl_version = nccl_version_from_code(header_int(m[2], lineno, "nccl-library"));
         nccl_from_library_ = log_.nccl_version;
       }
       return;
@@ -165,8 +195,8 @@ public:
       static const std::regex re(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
       std::smatch m;
       if (std::regex_search(body, m, re)) {
-        log_.header_nthreads = std::stoi(m[1]);
-        log_.header_ngpus = std::stoi(m[2]);
+        log_.header_nthreads = header_int(m[1], lineno, "nThread");
+        log_.header_ngpus = header_int(m[2], lineno, "nGpus");
       }
       return;
     }
@@ -175,7 +205,8 @@ public:
           R"(^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+)$)");
       std::smatch m;
       if (std::regex_search(body, m, re)) {
-        log_.ranks.push_back({lineno, std::stoi(m[1]), m[2], std::stoi(m[3]), trim(m[4])});
+        log_.ranks.push_back(
+            {lineno, header_int(m[1], lineno, "Rank"), m[2], header_int(m[3], lineno, "device"), trim(m[4])});
         return;
       }
     }
@@ -202,7 +233,7 @@ public:
     if (starts_with(body, "Out of bounds values")) {
       const auto colon = body.find(':');
       const auto v = split_ws(body.substr(colon + 1));
-      if (!v.empty() && is_integer(v[0])) log_.out_of_bounds = std::stoi(v[0]);
+      if (!v.empty() && is_integer(v[0])) log_.out_of_bounds = header_int(v[0], lineno, "Out of bounds values");
       footer_seen_line_ = lineno;
       return;
     }
@@ -215,8 +246,10 @@ public:
     }
     if (hashed) return;
     // A data row starts with two integers (size and count). Other unmarked lines (mpirun's or a scheduler's
-    // messages) are not nccl-tests output and are skipped.
-    if (toks.size() >= 2 && is_integer(toks[0]) && is_integer(toks[1]))
+    // messages) are not nccl-tests output and are skipped, unless they have a data row's shape and start with two
+    // numbers: a row whose size is negative, NaN or 1e400 is a broken row, not someone else's message.
+    if (toks.size() >= 2 && ((is_integer(toks[0]) && is_integer(toks[1])) ||
+                             (is_number(toks[0]) && is_number(toks[1]) && row_shaped(toks.size()))))
       row(toks, lineno);
     else if (toks.size() == 1 && is_integer(toks[0]) && !log_.columns.empty())
       partial(toks, lineno);
@@ -262,35 +295,49 @@ public:
     }
     NcclTestsRow r;
     r.line = lineno;
-    r.size_bytes = std::stoll(toks[0]);
-    r.count = std::stoll(toks[1]);
+    std::string dropped;
+    // Reads one measured field; a NaN, inf or negative one drops the row (the first reason is kept).
+    const auto field = [&](size_t i, const std::string& what, const char* unit, double max, bool whole) {
+      const auto m = detail::read_measured(toks[i], what, unit, max, whole, {name_, lineno, what});
+      if (!m)
+        fail(lineno, fmt::format("field '{}' is '{}', not a number", what, toks[i]),
+             "pass the unmodified output of an nccl-tests program");
+      if (!m->dropped.empty() && dropped.empty()) dropped = m->dropped;
+      return m->value;
+    };
+    r.size_bytes = static_cast<std::int64_t>(field(0, "size", "B", limits::kMaxBytes, true));
+    r.count = static_cast<std::int64_t>(field(1, "count", "elements", limits::kMaxBytes, true));
     if (prefix_here > 2) r.type = toks[2];
     if (layout_.redop_index >= 0 && static_cast<size_t>(layout_.redop_index) < prefix_here)
       r.redop = toks[static_cast<size_t>(layout_.redop_index)];
     size_t at = prefix_here;
     for (size_t g = 0; g < groups_here; ++g) {
       NcclTestsTiming t;
-      const auto number = [&](size_t i, const char* what) {
-        const auto v = to_number(toks[i]);
-        if (!v || *v < 0)
-          fail(lineno, fmt::format("field '{}' is '{}', not a non-negative number", what, toks[i]),
-               "pass the unmodified output of an nccl-tests program");
-        return *v;
-      };
-      t.time_us = number(at, "time");
-      t.algbw_GBps = number(at + 1, "algbw");
-      t.busbw_GBps = number(at + 2, "busbw");
-      if (toks[at + 3] != "N/A")
-        t.wrong = number(at + 3, log_.wrong_column.empty() ? "#wrong" : log_.wrong_column.c_str());
-      at += layout_.group_width;
       const bool in_place = groups_here == 1 || g == 1;
+      const std::string half = in_place ? "in-place " : "out-of-place ";
+      constexpr double kAny = std::numeric_limits<double>::max();
+      t.time_us = field(at, half + "time", "us", limits::kMaxSeconds * 1e6, false);
+      t.algbw_GBps = field(at + 1, half + "algbw", "GB/s", kAny, false);
+      t.busbw_GBps = field(at + 2, half + "busbw", "GB/s", kAny, false);
+      if (toks[at + 3] != "N/A")
+        t.wrong = field(at + 3, half + (log_.wrong_column.empty() ? "#wrong" : log_.wrong_column), "", kAny, false);
+      at += layout_.group_width;
       (in_place ? r.in_place : r.out_of_place) = t;
+    }
+    if (!dropped.empty()) {
+      log_.dropped.push_back({lineno, dropped});
+      return;
     }
     log_.rows.push_back(std::move(r));
   }
 
   void finish(int last_line)
   {
+    if (log_.rows.empty() && !log_.dropped.empty())
+      fail(log_.dropped.front().line,
+           fmt::format("every data row is dropped ({} rows; the first because its {})", log_.dropped.size(),
+                       log_.dropped.front().reason),
+           "rerun the test; nothing in this log can be fitted");
     if (log_.rows.empty()) {
       if (log_.columns.empty())
         fail(last_line,

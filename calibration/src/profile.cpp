@@ -18,6 +18,7 @@ namespace railyard::calibration {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max(); // counts are stored as int
 
 // ---------------------------------------------------------------------------------------------------------------
 // Reading
@@ -51,6 +52,36 @@ double read_number(const YamlNode& n, Bound bound, bool allow_inf = false)
   return v;
 }
 
+// A number whose unit is in its key (latency_us, bandwidth_GBps, from_bytes) must, once converted, lie in the range
+// units.hpp gives that quantity, like every value written with its unit in a scenario.
+template <class Q>
+Q in_range(const YamlNode& n, Q (*checked)(double), double v)
+{
+  try {
+    return checked(v);
+  } catch (const std::invalid_argument& e) {
+    n.fail(e.what(), "write the measured value in the unit the key names");
+  }
+}
+
+Seconds read_us(const YamlNode& n)
+{
+  return in_range(n, checked_seconds, read_number(n, Bound::NonNegative) * 1e-6);
+}
+
+// `allow_inf`: a collective piece's busbw may be .inf, a piece of pure latency.
+BytesPerSec read_GBps(const YamlNode& n, bool allow_inf = false)
+{
+  const double v = read_number(n, Bound::Positive, allow_inf);
+  if (std::isinf(v)) return BytesPerSec(v);
+  return in_range(n, checked_bandwidth, v * 1e9);
+}
+
+Bytes read_size(const YamlNode& n)
+{
+  return in_range(n, checked_bytes, read_number(n, Bound::NonNegative));
+}
+
 // Every number of an entry names its source in the entry's `source:` map, under the number's own key.
 std::string read_source(const YamlNode& entry, const std::string& key)
 {
@@ -76,9 +107,7 @@ FitRecord read_fit(const YamlNode& n, const std::set<std::string>& known_inputs)
 {
   n.expect_keys({"points", "rms_rel_error", "max_rel_error", "inputs"});
   FitRecord f;
-  const auto points = n.at("points");
-  f.quality.points = static_cast<int>(points.as_int());
-  if (f.quality.points < 1) points.fail("a fit has at least one point", "write the number of points the fit used");
+  f.quality.points = static_cast<int>(n.at("points").as_int(1, kMaxInt, "a fit has at least one point"));
   f.quality.rms_rel_error = read_number(n.at("rms_rel_error"), Bound::NonNegative);
   f.quality.max_rel_error = read_number(n.at("max_rel_error"), Bound::NonNegative);
   if (f.quality.max_rel_error + 1e-12 < f.quality.rms_rel_error)
@@ -104,8 +133,8 @@ LinkParams read_link(const YamlNode& n, const std::set<std::string>& inputs)
   if (!k)
     kind.fail(fmt::format("unknown link kind '{}'", kind.as_string()), std::string("use one of: ") + kLinkKindNames);
   l.kind = *k;
-  l.latency = units::us(read_number(n.at("latency_us"), Bound::NonNegative));
-  l.bandwidth = units::GBps(read_number(n.at("bandwidth_GBps"), Bound::Positive));
+  l.latency = read_us(n.at("latency_us"));
+  l.bandwidth = read_GBps(n.at("bandwidth_GBps"));
   l.latency_source = read_source(n, "latency_us");
   l.bandwidth_source = read_source(n, "bandwidth_GBps");
   n.at("source").expect_keys({"latency_us", "bandwidth_GBps"});
@@ -135,15 +164,8 @@ CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& in
   if (!lk)
     link.fail(fmt::format("unknown link kind '{}'", link.as_string()), std::string("use one of: ") + kLinkKindNames);
   c.link = *lk;
-  const auto nranks = n.at("nranks");
-  c.nranks = static_cast<int>(nranks.as_int());
-  if (c.nranks < 2)
-    nranks.fail("a collective fit needs at least 2 ranks", "write the number of GPUs the measurement used");
-  const auto nodes = n.at("nodes");
-  c.nodes = static_cast<int>(nodes.as_int());
-  if (c.nodes < 1 || c.nodes > c.nranks)
-    nodes.fail(fmt::format("nodes {} is outside 1..nranks ({})", c.nodes, c.nranks),
-               "write the number of nodes the measurement spanned");
+  c.nranks = static_cast<int>(n.at("nranks").as_int(2, kMaxInt, "a collective fit needs at least 2 ranks"));
+  c.nodes = static_cast<int>(n.at("nodes").as_int(1, c.nranks, "a measurement spans 1 to nranks nodes"));
   const auto source = n.at("source");
   c.source = source.as_string();
   if (c.source.empty()) source.fail("empty source", "name the document, URL or input files the numbers come from");
@@ -151,8 +173,8 @@ CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& in
     const auto items = mb->items();
     if (items.size() != 2)
       mb->fail("expected [smallest, largest] measured size in bytes", "write two numbers, e.g. [8, 8589934592]");
-    c.measured_min = Bytes(read_number(items[0], Bound::NonNegative));
-    c.measured_max = Bytes(read_number(items[1], Bound::NonNegative));
+    c.measured_min = read_size(items[0]);
+    c.measured_max = read_size(items[1]);
     if (c.measured_max < c.measured_min)
       mb->fail("the largest measured size is below the smallest", "write [smallest, largest]");
   }
@@ -165,14 +187,14 @@ CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& in
     p.expect_keys({"from_bytes", "latency_us", "busbw_GBps", "points", "rms_rel_error", "max_rel_error"});
     CollectivePiece piece;
     const auto from = p.at("from_bytes");
-    piece.from = Bytes(read_number(from, Bound::NonNegative));
+    piece.from = read_size(from);
     if (c.pieces.empty() && piece.from.value() != 0)
       from.fail("the first piece must start at 0 bytes", "write 'from_bytes: 0' in the first piece");
     if (!c.pieces.empty() && !(piece.from > c.pieces.back().from))
       from.fail("pieces must be in increasing order of from_bytes", "sort the pieces by from_bytes");
-    piece.latency = units::us(read_number(p.at("latency_us"), Bound::NonNegative));
-    piece.busbw = units::GBps(read_number(p.at("busbw_GBps"), Bound::Positive, true));
-    if (const auto pts = p.get("points")) piece.quality.points = static_cast<int>(pts->as_int());
+    piece.latency = read_us(p.at("latency_us"));
+    piece.busbw = read_GBps(p.at("busbw_GBps"), true);
+    if (const auto pts = p.get("points")) piece.quality.points = static_cast<int>(pts->as_int(0, kMaxInt));
     if (const auto r = p.get("rms_rel_error")) piece.quality.rms_rel_error = read_number(*r, Bound::NonNegative);
     if (const auto r = p.get("max_rel_error")) piece.quality.max_rel_error = read_number(*r, Bound::NonNegative);
     c.pieces.push_back(piece);
@@ -188,7 +210,12 @@ ComputeParams read_compute(const YamlNode& n, const std::set<std::string>& input
   const auto t = dtype_from_string(dt.as_string());
   if (!t) dt.fail(fmt::format("unknown dtype '{}'", dt.as_string()), std::string("use one of: ") + kDTypeNames);
   c.dtype = *t;
-  c.peak_flops = read_number(n.at("peak_tflops"), Bound::Positive) * 1e12;
+  const auto peak = n.at("peak_tflops");
+  c.peak_flops = read_number(peak, Bound::Positive) * 1e12;
+  // 1e6 TFLOP/s (an exaFLOP/s) is 100 times any GPU's peak; far beyond it, FLOPs / peak rounds to zero time.
+  if (c.peak_flops > 1e18)
+    peak.fail(fmt::format("peak_tflops {} is above 1e6 (1 EFLOP/s per GPU)", peak.as_string()),
+              "write the GPU's peak in TFLOP/s, such as 989 for an H100's dense BF16");
   c.efficiency = read_number(n.at("efficiency"), Bound::Fraction);
   c.peak_source = read_source(n, "peak_tflops");
   c.efficiency_source = read_source(n, "efficiency");
@@ -199,9 +226,7 @@ ComputeParams read_compute(const YamlNode& n, const std::set<std::string>& input
 
 int read_count(const YamlNode& n, int max)
 {
-  const auto v = n.as_int();
-  if (v < 1 || v > max) n.fail(fmt::format("{} is outside 1..{}", v, max), "give a whole number in that range");
-  return static_cast<int>(v);
+  return static_cast<int>(n.as_int(1, max));
 }
 
 GemmTiling read_gemm(const YamlNode& n)
@@ -223,8 +248,8 @@ KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
   n.expect_keys(
       {"launch_overhead_us", "memory_bandwidth_GBps", "memory_efficiency", "source", "memory_fit", "compute", "gemm"});
   KernelModel k;
-  k.launch_overhead = units::us(read_number(n.at("launch_overhead_us"), Bound::NonNegative));
-  k.memory_bandwidth = units::GBps(read_number(n.at("memory_bandwidth_GBps"), Bound::Positive));
+  k.launch_overhead = read_us(n.at("launch_overhead_us"));
+  k.memory_bandwidth = read_GBps(n.at("memory_bandwidth_GBps"));
   k.memory_efficiency = read_number(n.at("memory_efficiency"), Bound::Fraction);
   k.launch_overhead_source = read_source(n, "launch_overhead_us");
   k.memory_bandwidth_source = read_source(n, "memory_bandwidth_GBps");
@@ -240,24 +265,6 @@ KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
     }
   if (const auto g = n.get("gemm")) k.gemm = read_gemm(*g);
   return k;
-}
-
-// yaml-cpp keeps one of two equal keys without a word; a profile with a number given twice is ambiguous.
-void refuse_duplicate_keys(const YAML::Node& node, const std::string& file)
-{
-  if (node.IsMap()) {
-    std::set<std::string> seen;
-    for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
-      if (!seen.insert(key).second)
-        throw InputError({file, kv.first.Mark().line + 1, key}, fmt::format("the key '{}' is given twice", key),
-                         "keep one of the two lines");
-      refuse_duplicate_keys(kv.second, file);
-    }
-  } else if (node.IsSequence()) {
-    for (const auto& item : node)
-      refuse_duplicate_keys(item, file);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -394,17 +401,16 @@ Seconds Profile::gemm_time(double m, double n, double k, double batch, Bytes byt
 Profile parse_profile(const std::string& text, const std::string& name)
 {
   const YamlNode root = YamlNode::load_string(text, name);
-  refuse_duplicate_keys(root.raw(), name);
   if (!root.is_map()) root.fail("a profile is a YAML map", "start the file with 'railyard_profile: 1'");
   root.expect_keys({"railyard_profile", "system", "description", "created_by", "gpu", "nccl", "inputs", "links",
                     "collectives", "kernel"});
   Profile p;
   p.file = name;
   const auto version = root.at("railyard_profile");
-  if (version.as_int() != kProfileVersion)
-    version.fail(fmt::format("profile format version {} is not supported (this railyard reads version {})",
-                             version.as_int(), kProfileVersion),
-                 "recalibrate with this railyard (railyard calibrate) or use a profile shipped with it");
+  if (const auto v = version.as_int(0, kMaxInt); v != kProfileVersion)
+    version.fail(
+        fmt::format("profile format version {} is not supported (this railyard reads version {})", v, kProfileVersion),
+        "recalibrate with this railyard (railyard calibrate) or use a profile shipped with it");
   p.system = root.at("system").as_string();
   if (p.system.empty()) root.at("system").fail("empty system name", "name the system, e.g. dgx_h100_ib_ndr");
   p.description = root.string_or("description", "");
@@ -415,9 +421,7 @@ Profile parse_profile(const std::string& text, const std::string& name)
   p.gpu_model = gpu.at("model").as_string();
   if (p.gpu_model.empty())
     gpu.at("model").fail("empty GPU model", "write the name CUDA reports, e.g. 'NVIDIA H100 80GB HBM3'");
-  const auto per_node = gpu.at("per_node");
-  p.gpus_per_node = static_cast<int>(per_node.as_int());
-  if (p.gpus_per_node < 1) per_node.fail("a node has at least one GPU", "write the number of GPUs per node, e.g. 8");
+  p.gpus_per_node = static_cast<int>(gpu.at("per_node").as_int(1, kMaxInt, "a node has at least one GPU"));
   p.gpu_model_source = read_source(gpu, "model");
   p.gpus_per_node_source = read_source(gpu, "per_node");
   gpu.at("source").expect_keys({"model", "per_node"});
@@ -435,9 +439,7 @@ Profile parse_profile(const std::string& text, const std::string& name)
       i.expect_keys({"path", "bytes", "sha256"});
       InputFile f;
       f.path = i.at("path").as_string();
-      const auto bytes = i.at("bytes");
-      if (bytes.as_int() < 0) bytes.fail("negative size", "write the file size in bytes");
-      f.bytes = static_cast<std::uint64_t>(bytes.as_int());
+      f.bytes = i.at("bytes").as_uint64();
       const auto sha = i.at("sha256");
       f.sha256 = sha.as_string();
       if (f.sha256.size() != 64 ||

@@ -1,10 +1,13 @@
 #include "railyard/common/units.hpp"
 
+#include "railyard/common/numbers.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -17,36 +20,65 @@ struct Unit {
   double factor;
 };
 
-// Splits "400 Gb/s" into (400, "Gb/s"). Throws when there is no leading number.
-std::pair<double, std::string> split_number(const std::string& text)
+// What a quantity may hold (units.hpp, namespace limits), and how a message says it.
+struct Range {
+  const char* quantity;
+  const char* unit;
+  double max;
+  bool zero_allowed;
+  const char* words;
+};
+
+constexpr Range kSizeRange{"size", "B", limits::kMaxBytes, true,
+                           "zero or more and at most 2^53 B (9007199254740992 B, 8 PiB)"};
+constexpr Range kTimeRange{"time", "s", limits::kMaxSeconds, true, "zero or more and at most 1e6 s (11.6 days)"};
+constexpr Range kRateRange{"bandwidth", "B/s", limits::kMaxBytesPerSec, false,
+                           "greater than zero and at most 1e15 B/s (1 PB/s)"};
+
+// `shown` is the value as the user wrote it, quoted, or the number with its base unit.
+double in_range(double v, const std::string& shown, const Range& r)
 {
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(fmt::format("'{}' does not start with a number", text));
-  }
-  std::string unit = text.substr(pos);
-  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
-  return {v, unit};
+  if (!std::isfinite(v))
+    throw std::invalid_argument(fmt::format("{} is not a finite number; a {} must be {}", shown, r.quantity, r.words));
+  if (v < 0) throw std::invalid_argument(fmt::format("{} is negative; a {} must be {}", shown, r.quantity, r.words));
+  const bool too_low = r.zero_allowed ? v < 0 : !(v > 0);
+  if (too_low || v > r.max)
+    throw std::invalid_argument(fmt::format("{} is outside the allowed range of a {}: {}", shown, r.quantity, r.words));
+  return v;
+}
+
+double checked(double v, const Range& r)
+{
+  return in_range(v, fmt::format("{:g} {}", v, r.unit), r);
 }
 
 template <size_t N>
-double parse_with(const std::string& text, const std::array<Unit, N>& table, const char* what, bool unitless_ok)
+double parse_with(const std::string& raw, const std::array<Unit, N>& table, const Range& range, bool unitless_ok)
 {
-  auto [v, unit] = split_number(text);
-  if (unit.empty() && unitless_ok)
-    return v;
+  std::string_view text(raw);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  const LeadingNumber n = leading_number(text);
+  if (n.hexadecimal)
+    throw std::invalid_argument(fmt::format("'{}' is hexadecimal; write the {} in decimal", raw, range.quantity));
+  if (n.length == 0) throw std::invalid_argument(fmt::format("'{}' does not start with a number", raw));
+  std::string unit(text.substr(n.length));
+  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
+  double factor = 0;
+  if (unit.empty() && unitless_ok) factor = 1;
   for (const auto& u : table)
-    if (unit == u.name)
-      return v * u.factor;
-  std::string accepted;
-  for (const auto& u : table)
-    accepted += (accepted.empty() ? "" : ", ") + std::string(u.name);
-  throw std::invalid_argument(
-      fmt::format("'{}' has {} unit '{}'; write the {} with one of: {}", text, unit.empty() ? "no" : "unknown", unit,
-                  what, accepted));
+    if (unit == u.name) factor = u.factor;
+  if (factor == 0) {
+    std::string accepted;
+    for (const auto& u : table)
+      accepted += (accepted.empty() ? "" : ", ") + std::string(u.name);
+    throw std::invalid_argument(fmt::format("'{}' has {} unit '{}'; write the {} with one of: {}", raw,
+                                            unit.empty() ? "no" : "unknown", unit, range.quantity, accepted));
+  }
+  if (n.out_of_range)
+    throw std::invalid_argument(
+        fmt::format("'{}' is beyond the range of a double; a {} must be {}", raw, range.quantity, range.words));
+  return in_range(n.value * factor, "'" + raw + "'", range);
 }
 
 constexpr std::array<Unit, 9> kByteUnits{{{"B", 1},
@@ -72,11 +104,30 @@ constexpr std::array<Unit, 10> kRateUnits{{{"B/s", 1},
 
 } // namespace
 
-Bytes parse_bytes(const std::string& text) { return Bytes(parse_with(text, kByteUnits, "size", true)); }
-Seconds parse_seconds(const std::string& text) { return Seconds(parse_with(text, kTimeUnits, "time", false)); }
+Bytes parse_bytes(const std::string& text)
+{
+  return Bytes(parse_with(text, kByteUnits, kSizeRange, true));
+}
+Seconds parse_seconds(const std::string& text)
+{
+  return Seconds(parse_with(text, kTimeUnits, kTimeRange, false));
+}
 BytesPerSec parse_bandwidth(const std::string& text)
 {
-  return BytesPerSec(parse_with(text, kRateUnits, "bandwidth", false));
+  return BytesPerSec(parse_with(text, kRateUnits, kRateRange, false));
+}
+
+Bytes checked_bytes(double v)
+{
+  return Bytes(checked(v, kSizeRange));
+}
+Seconds checked_seconds(double v)
+{
+  return Seconds(checked(v, kTimeRange));
+}
+BytesPerSec checked_bandwidth(double v)
+{
+  return BytesPerSec(checked(v, kRateRange));
 }
 
 std::string format_bytes(Bytes b)

@@ -1,10 +1,17 @@
 #include "railyard/common/yaml.hpp"
 
+#include "railyard/common/input_file.hpp"
+#include "railyard/common/numbers.hpp"
+
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 
 #include <algorithm>
-#include <functional>
+#include <cctype>
+#include <cstdint>
+#include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace railyard {
 
@@ -14,27 +21,161 @@ YamlNode::YamlNode(YAML::Node node, std::shared_ptr<const std::string> file, std
 }
 
 namespace {
-YamlNode load_with(const std::string& name, const std::function<YAML::Node()>& loader)
+
+// 1-based line and column of byte `at`.
+std::pair<int, int> line_column(const std::string& text, std::size_t at)
 {
+  int line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < at; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  return {line, static_cast<int>(at - line_start) + 1};
+}
+
+// yaml-cpp reads bytes that are not UTF-8 into the values as they are (a name "caf\xff" reaches summary.json, which
+// nlohmann then cannot write), and passes control characters through: refuse both at their line. UTF-8 as RFC 3629
+// defines it: no overlong forms, no surrogates, nothing above U+10FFFF.
+void check_text(const std::string& text, const std::string& name)
+{
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+        const auto [line, col] = line_column(text, i);
+        throw InputError({name, line, ""}, fmt::format("control character U+{:04X} at column {}", c, col),
+                         "remove it; YAML text holds printable characters, tabs and line breaks only");
+      }
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0, smallest = 0;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F, smallest = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F, smallest = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07, smallest = 0x10000;
+    }
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(text[i + k]);
+      ok = (cc & 0xC0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    ok = ok && cp >= smallest && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (!ok) {
+      const auto [line, col] = line_column(text, i);
+      throw InputError(
+          {name, line, ""},
+          fmt::format("invalid UTF-8: byte 0x{:02X} at column {} does not start a valid UTF-8 character", c, col),
+          "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE), or write that character in ASCII");
+    }
+    i += len;
+  }
+}
+
+// The 1-based line of the '---' that opens the document whose first value yaml-cpp puts at `mark_line` (0-based).
+int document_start_line(const std::string& text, int mark_line)
+{
+  int line = 0, found = -1;
+  for (std::size_t pos = 0; pos < text.size() && (mark_line < 0 || line <= mark_line); ++line) {
+    if (text.compare(pos, 3, "---") == 0 &&
+        (pos + 3 == text.size() || std::isspace(static_cast<unsigned char>(text[pos + 3]))))
+      found = line;
+    const std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return found >= 0 ? found + 1 : mark_line + 1;
+}
+
+const char* node_kind(const YAML::Node& n)
+{
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a map";
+  return "empty";
+}
+
+// One walk over the document for what yaml-cpp accepts silently: a key given twice (it keeps one), a key that is a
+// list, a map or nothing (no field can be named so), and aliases multiplying the values far beyond what the text
+// holds (each value takes at least a byte of text without aliases; "billion laughs" would make every later walk
+// over the document take forever).
+void check_keys(const YAML::Node& n, const std::string& path, const std::string& name, std::size_t& budget)
+{
+  if (budget == 0)
+    throw InputError({name, n.Mark().line + 1, path},
+                     "the document expands through aliases (*name) to far more values than its text holds",
+                     "write the values out, or alias them in fewer places");
+  --budget;
+  if (n.IsMap()) {
+    std::map<std::string, int> seen; // key -> 1-based line
+    for (const auto& kv : n) {
+      const int line = kv.first.Mark().line + 1;
+      if (!kv.first.IsScalar())
+        throw InputError({name, line, path},
+                         fmt::format("a key is {}; every key here is a plain name", node_kind(kv.first)),
+                         "write the key as a plain name followed by ':', such as 'nodes: 4'");
+      const std::string& key = kv.first.Scalar();
+      const std::string child = path.empty() ? key : path + "." + key;
+      const auto [first, fresh] = seen.emplace(key, line);
+      if (!fresh)
+        throw InputError({name, line, child},
+                         fmt::format("the key '{}' is given twice (first on line {}); YAML would keep only one of "
+                                     "the two values",
+                                     key, first->second),
+                         "keep one of the two lines");
+      check_keys(kv.second, child, name, budget);
+    }
+  } else if (n.IsSequence()) {
+    std::size_t i = 0;
+    for (const auto& item : n)
+      check_keys(item, fmt::format("{}[{}]", path, i++), name, budget);
+  }
+}
+
+YamlNode load_checked(const std::string& text, const std::string& name)
+{
+  check_text(text, name);
+  std::vector<YAML::Node> docs;
   try {
-    return YamlNode(loader(), std::make_shared<const std::string>(name), "");
-  } catch (const YAML::BadFile&) {
-    throw InputError({name, 0, ""}, "cannot open the file", "check the path and that the file is readable");
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError({name, e.mark.line + 1, ""}, "lists or maps nested deeper than the YAML reader allows",
+                     "flatten the nesting; no Railyard input nests more than a few levels");
   } catch (const YAML::ParserException& e) {
     throw InputError({name, e.mark.line + 1, ""}, fmt::format("malformed YAML ({})", e.msg),
                      "fix the YAML syntax at that line (indentation, a missing ':' or an unclosed quote or bracket)");
   }
+  // At the line where the text ends, which is where the missing document would have to begin.
+  if (docs.empty())
+    throw InputError({name, line_column(text, text.size()).first, ""},
+                     "the file holds no YAML document: it is empty or holds only comments",
+                     "write its content as 'key: value' lines");
+  if (docs.size() > 1)
+    throw InputError({name, document_start_line(text, docs[1].Mark().line), ""},
+                     "a second YAML document starts here ('---'); a file holds one document, and the YAML reader "
+                     "would read the first and silently ignore the rest",
+                     "remove the '---' line and what follows it, or put the second document in a file of its own");
+  std::size_t budget = 4 * text.size() + 4096;
+  check_keys(docs.front(), "", name, budget);
+  return YamlNode(docs.front(), std::make_shared<const std::string>(name), "");
 }
+
 } // namespace
 
 YamlNode YamlNode::load_file(const std::string& path)
 {
-  return load_with(path, [&] { return YAML::LoadFile(path); });
+  return load_checked(read_input_file(path), path);
 }
 
 YamlNode YamlNode::load_string(const std::string& text, const std::string& name)
 {
-  return load_with(name, [&] { return YAML::Load(text); });
+  return load_checked(text, name);
 }
 
 InputLocation YamlNode::where() const
@@ -94,17 +235,24 @@ std::string YamlNode::as_string() const
   return node_.Scalar();
 }
 
-std::int64_t YamlNode::as_int() const
+std::int64_t YamlNode::as_int(std::int64_t min, std::int64_t max, std::string_view why) const
 {
   const std::string s = as_string();
   try {
-    size_t pos = 0;
-    const long long v = std::stoll(s, &pos);
-    if (pos != s.size())
-      throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    fail(fmt::format("'{}' is not an integer", s), "write a whole number such as 8");
+    return parse_integer(s, min, max);
+  } catch (const std::invalid_argument& e) {
+    fail(why.empty() ? std::string(e.what()) : fmt::format("{} ({})", e.what(), why),
+         fmt::format("write a whole number {}", integer_range_words(min, max)));
+  }
+}
+
+std::uint64_t YamlNode::as_uint64() const
+{
+  const std::string s = as_string();
+  try {
+    return parse_uint64(s);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what(), "write a whole number from 0 to 18446744073709551615 (2^64-1)");
   }
 }
 
@@ -112,13 +260,9 @@ double YamlNode::as_double() const
 {
   const std::string s = as_string();
   try {
-    size_t pos = 0;
-    const double v = std::stod(s, &pos);
-    if (pos != s.size())
-      throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    fail(fmt::format("'{}' is not a number", s), "write a number such as 2.0");
+    return parse_finite(s);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what(), "write a finite decimal number such as 2.0 or 1e-6");
   }
 }
 
@@ -164,10 +308,10 @@ std::string YamlNode::string_or(std::string_view key, const std::string& fallbac
   auto n = get(key);
   return n ? n->as_string() : fallback;
 }
-std::int64_t YamlNode::int_or(std::string_view key, std::int64_t fallback) const
+std::int64_t YamlNode::int_in(std::string_view key, std::int64_t min, std::int64_t max, std::int64_t fallback) const
 {
   auto n = get(key);
-  return n ? n->as_int() : fallback;
+  return n ? n->as_int(min, max) : fallback;
 }
 double YamlNode::double_or(std::string_view key, double fallback) const
 {

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 namespace railyard::sim {
 
@@ -54,17 +56,11 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
               "over all equal-cost paths)");
   }
   if (auto q = net.get("qps_per_connection")) {
-    const auto v = q->as_int();
-    if (v < 1 || v > 128)
-      q->fail(fmt::format("qps_per_connection = {} is outside 1..128", v),
-              "give NCCL_IB_QPS_PER_CONNECTION's value: 1 (default) to 128");
-    f.qps_per_connection = static_cast<int>(v);
+    f.qps_per_connection = static_cast<int>(q->as_int(1, 128, "NCCL_IB_QPS_PER_CONNECTION: 1 (default) to 128"));
   }
   if (auto s = net.get("spray_max_paths")) {
-    const auto v = s->as_int();
-    if (v < 1)
-      s->fail("spray_max_paths must be at least 1", "give how many equal-cost paths spraying may use, e.g. 256");
-    f.spray_max_paths = static_cast<std::size_t>(v);
+    f.spray_max_paths = static_cast<std::size_t>(
+        s->as_int(1, std::numeric_limits<std::int64_t>::max(), "how many equal-cost paths spraying may use"));
   }
   if (auto m = net.get("mtu")) {
     f.mtu = m->as_bytes();

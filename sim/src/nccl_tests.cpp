@@ -149,6 +149,10 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
     run.rows.push_back(std::move(row));
     if (size == 0 && options.step_factor > 1) break;
+    // Stop before the next step passes -e: computing it could overflow the integer and wrap below -e.
+    if (options.step_factor > 1 ? size > options.max_bytes / options.step_factor
+                                : size > options.max_bytes - options.step_bytes)
+      break;
   }
   return run;
 }

@@ -1,5 +1,7 @@
 #include "railyard/sim/scenario.hpp"
 
+#include "railyard/common/numbers.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -54,17 +56,12 @@ models::CollectiveCall parse_call(const YamlNode& n, int gpus)
     call.protocol = proto;
   }
   if (auto c = n.get("channels")) {
-    const auto v = c->as_int();
-    if (v < 1 || v > 64)
-      c->fail(fmt::format("channels = {} is outside 1..64", v), "give between 1 and 64 channels (NCCL's MAXCHANNELS)");
-    call.channels = static_cast<int>(v);
+    call.channels = static_cast<int>(c->as_int(1, 64, "NCCL's MAXCHANNELS"));
   }
   if (auto r = n.get("root")) {
-    const auto v = r->as_int();
-    if (v < 0 || v >= static_cast<std::int64_t>(call.ranks.size()))
-      r->fail(fmt::format("root {} is not a rank of this communicator of {} ranks", v, call.ranks.size()),
-              "give a communicator rank between 0 and ranks-1");
-    call.root = static_cast<int>(v);
+    const auto last = static_cast<std::int64_t>(call.ranks.size()) - 1;
+    call.root = static_cast<int>(
+        r->as_int(0, last, fmt::format("the root is a rank of this communicator of {} ranks", call.ranks.size())));
   }
   call.label = n.string_or("label", "");
   return call;
@@ -88,12 +85,7 @@ models::P2pTransfer parse_send(const YamlNode& n, int gpus, bool in_group)
     n.expect_keys({"op", "size", "from", "to", "repeat", "label"});
   models::P2pTransfer t;
   auto gpu = [&](const char* key) {
-    const YamlNode v = n.at(key);
-    const auto g = v.as_int();
-    if (g < 0 || g >= gpus)
-      v.fail(fmt::format("GPU {} does not exist: the cluster has GPUs 0..{}", g, gpus - 1),
-             "use a GPU id inside the cluster");
-    return static_cast<int>(g);
+    return static_cast<int>(n.at(key).as_int(0, gpus - 1, fmt::format("the cluster has GPUs 0..{}", gpus - 1)));
   };
   t.src = gpu("from");
   t.dst = gpu("to");
@@ -466,25 +458,26 @@ std::vector<int> parse_ranks(const YamlNode& node, int gpus)
       return out;
     }
     const auto dash = s.find('-');
-    int a = -1, b = -1;
-    try {
-      if (dash == std::string::npos || dash == 0)
-        throw std::invalid_argument(s);
-      size_t pa = 0, pb = 0;
-      a = std::stoi(s.substr(0, dash), &pa);
-      b = std::stoi(s.substr(dash + 1), &pb);
-      if (pa != dash || pb != s.size() - dash - 1)
-        throw std::invalid_argument(s);
-    } catch (const std::exception&) {
+    if (dash == std::string::npos || dash == 0)
       node.fail(fmt::format("'{}' is not a rank set", s), "write 'all', a range such as '0-7', or a list [0, 1, 2]");
-    }
+    // Both ends inside the cluster before the range is expanded: '0-2000000000' must not fill memory first.
+    auto end = [&](const std::string& part) {
+      try {
+        return static_cast<int>(parse_integer(part, 0, gpus - 1));
+      } catch (const std::invalid_argument& e) {
+        node.fail(fmt::format("in the rank set '{}': {} (the cluster has GPUs 0..{})", s, e.what(), gpus - 1),
+                  "write 'all', a range of GPU ids such as '0-7', or a list [0, 1, 2]");
+      }
+    };
+    const int a = end(s.substr(0, dash));
+    const int b = end(s.substr(dash + 1));
     if (a > b)
       node.fail(fmt::format("range '{}' is empty", s), "write the lower GPU id first, e.g. '0-7'");
     for (int g = a; g <= b; ++g)
       out.push_back(g);
   } else {
     for (const auto& item : node.items())
-      out.push_back(static_cast<int>(item.as_int()));
+      out.push_back(static_cast<int>(item.as_int(0, gpus - 1, fmt::format("the cluster has GPUs 0..{}", gpus - 1))));
   }
   std::set<int> seen;
   for (int g : out) {
@@ -506,12 +499,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   Scenario sc;
   sc.file = root.where().file;
   sc.name = root.string_or("name", "scenario");
-  if (auto s = root.get("seed")) {
-    const auto v = s->as_int();
-    if (v < 0)
-      s->fail("seed is negative", "give a seed of 0 or more");
-    sc.sim.seed = static_cast<std::uint64_t>(v);
-  }
+  if (auto s = root.get("seed")) sc.sim.seed = s->as_uint64();
   const YamlNode cluster = root.at("cluster");
   sc.cluster = topo::parse_cluster(cluster);
   sc.cluster_where = cluster.where();
@@ -596,10 +584,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   for (const auto& item : items) {
     CollectiveSpec spec = parse_entry(item, sc.cluster.gpus());
     if (auto r = item.get("repeat")) {
-      const auto v = r->as_int();
-      if (v < 1 || v > kMaxCalls)
-        r->fail(fmt::format("repeat = {} is outside 1..{}", v, kMaxCalls), "give how many times to run the call");
-      spec.repeat = static_cast<int>(v);
+      spec.repeat = static_cast<int>(r->as_int(1, kMaxCalls, "how many times to run the call"));
     }
     calls += spec.repeat;
     if (calls > kMaxCalls)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 namespace railyard::sim {
 
@@ -31,10 +32,7 @@ int positive_int(const YamlNode& parent, std::string_view key, int fallback, int
 {
   auto n = parent.get(key);
   if (!n) return fallback;
-  const auto v = n->as_int();
-  if (v < min || v > 1'000'000'000)
-    n->fail(fmt::format("{} = {} is outside {}..1e9", key, v, min), fmt::format("give a whole number >= {}", min));
-  return static_cast<int>(v);
+  return static_cast<int>(n->as_int(min, 1'000'000'000));
 }
 
 // Records where each generator field was given, for the generator's messages ("parallel.tp" -> file:line).
@@ -204,9 +202,7 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
       w.replay.trace_ranks = ranks;
     } else {
       for (const auto& item : t->items()) {
-        const auto v = item.as_int();
-        if (v < 0) item.fail("a rank is negative", "list ranks from 0");
-        ranks.push_back(static_cast<int>(v));
+        ranks.push_back(static_cast<int>(item.as_int(0, std::numeric_limits<int>::max(), "ranks count from 0")));
       }
       w.replay.trace_ranks = ranks;
     }

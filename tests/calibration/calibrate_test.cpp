@@ -4,6 +4,7 @@
 #include "railyard/calibration/calibrate.hpp"
 #include "railyard/calibration/calibration_csv.hpp"
 #include "railyard/calibration/digest.hpp"
+#include "railyard/calibration/nccl_tests_log.hpp"
 #include "railyard/common/error.hpp"
 
 #include <gtest/gtest.h>
@@ -455,4 +456,65 @@ TEST(CalibrationCsv, CrLfAndQuotedFieldsReadAsThePlainForm)
     EXPECT_EQ(e.where().file, "open.csv");
     EXPECT_EQ(e.where().line, 11);
   }
+}
+
+// Rows with a negative or non-finite size or time are dropped with a note naming the file and line (they were
+// either refused, a negative time in a log, or skipped without a word, a negative time in a CSV); a value no double
+// holds, or a size above 2^53 B, refuses the file at its line.
+TEST(CalibrateDroppedRows, CsvRowsWithNegativeOrNanTimesAreDroppedWithTheirLine)
+{
+  TempDir dir("dropped_csv");
+  // The sweep of PeerCopyAndSweepCsvs (12 us + S (7/8) / 350 GB/s, sizes 1 KiB to 1 GiB by 8) plus two broken rows.
+  std::string sweep = csv_head("nccl_sweep") + "# intra_node_link: nvlink\n" +
+                      "collective,algorithm,protocol,nranks,nodes,size_bytes,count,type,redop,root,time_us,algbw_GBps,"
+                      "busbw_GBps,wrong,time_min_us,time_max_us,time_stddev_us,iters\n";
+  for (double s = 1024; s <= (1 << 30); s *= 8)
+    sweep += fmt::format("all_gather,Ring,LL128,8,1,{},{},float,none,-1,{},0,0,0,0,0,0,20\n", s, s / 4,
+                         (12e-6 + s * 7 / 8 / 350e9) * 1e6);
+  sweep += "all_gather,Ring,LL128,8,1,4096,1024,float,none,-1,-3.5,0,0,0,0,0,0,20\n";
+  sweep += "all_gather,Ring,LL128,8,1,8192,2048,float,none,-1,nan,0,0,0,0,0,0,20\n# complete: true\n";
+  // 9 lines of csv_head, the intra_node_link line, the column header, 7 sizes (1 KiB .. 1 GiB): lines 19 and 20.
+  const std::string path = dir.write("sweep.csv", sweep);
+  const auto r = rc::calibrate({path}, {});
+  std::vector<std::string> dropped;
+  for (const auto& n : r.notes)
+    if (n.find("row dropped") != std::string::npos) dropped.push_back(n);
+  ASSERT_EQ(dropped.size(), 2u);
+  EXPECT_EQ(dropped[0], path + ":19: row dropped: time_us is -3.5 us, negative");
+  EXPECT_EQ(dropped[1], path + ":20: row dropped: time_us is nan, not a finite number");
+  // The fit is the clean rows' alone.
+  EXPECT_NEAR(r.profile.collectives.at(0).pieces.back().busbw.value(), 350e9, 350e9 * 1e-5);
+}
+
+TEST(CalibrateDroppedRows, LogRowsDroppedAreListedAndUnrepresentableSizesRefused)
+{
+  TempDir dir("dropped_log");
+  std::ifstream in(data("nccl_tests_2.17_all_reduce_h200.log"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string log = ss.str();
+  const auto at = log.find("15.82");
+  ASSERT_NE(at, std::string::npos);
+  const std::string negative = std::string(log).replace(at, 5, "-15.8");
+  const rc::NcclTestsLog parsed = rc::parse_nccl_tests_text(negative, "neg.log");
+  // The log's 32 sizes (8 B to 16 GiB by 2), the 8 B row dropped; it is on line 19 (18 header lines).
+  ASSERT_EQ(parsed.dropped.size(), 1u);
+  EXPECT_EQ(parsed.dropped[0].line, 19);
+  EXPECT_EQ(parsed.dropped[0].reason, "out-of-place time is -15.8 us, negative");
+  EXPECT_EQ(parsed.rows.size(), 31u);
+  EXPECT_EQ(parsed.rows.front().size_bytes, 16);
+  // A size of 1e400 in place of 8: refused at its line, not skipped as a line that is not a row.
+  const auto row = log.find("           8             2");
+  ASSERT_NE(row, std::string::npos);
+  const std::string huge = std::string(log).replace(row, 26, "       1e400             2");
+  InputError e({}, "", "");
+  try {
+    (void)rc::parse_nccl_tests_text(huge, "huge.log");
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& err) {
+    e = err;
+  }
+  EXPECT_EQ(e.where().line, 19);
+  EXPECT_EQ(e.where().field, "size");
+  EXPECT_NE(e.rule().find("cannot be represented"), std::string::npos) << e.what();
 }

@@ -356,7 +356,8 @@ TEST(Profile, GemmBlockNeedsSourcesAndWholeNumbers)
   EXPECT_EQ(p.kernel->gemm->tile_n, 128);
   EXPECT_EQ(p.kernel->gemm->sms, 132);
   EXPECT_EQ(p.kernel->gemm->sms_source, "datasheet");
-  expect_error_at(replaced(ok, "    sms: 132\n", "    sms: 0\n"), line_of(ok, "    sms: 132"), "outside 1..");
+  expect_error_at(replaced(ok, "    sms: 132\n", "    sms: 0\n"), line_of(ok, "    sms: 132"),
+                  "outside the allowed range 1..100000");
   expect_error_at(replaced(ok, "source: {tile: guide, sms: datasheet}", "source: {tile: guide}"),
                   line_of(ok, "source: {tile: guide"), "'sms' has no source");
   // A missing key is reported at its map, whose first key (yaml-cpp's mark of a block map) is tile_m.
@@ -416,4 +417,25 @@ TEST(Profile, DuplicateEntriesAreRefused)
       - {from_bytes: 0, latency_us: 61, busbw_GBps: 371}
 )";
   expect_error_at(twice, line_of(twice, "- collective: all_reduce", 2), "second entry");
+}
+
+// Every number of a profile, once in its unit, lies in the range units.hpp gives that quantity, and every count fits
+// the int it is stored in; the bounds come from units.hpp (a time at most 1e6 s = 1e12 us, a bandwidth at most 1e15
+// B/s = 1e6 GB/s, a size at most 2^53 B) and from int (2^31 - 1).
+TEST(Profile, NumbersOutsideTheirQuantitysRangeAreRefusedAtTheirLine)
+{
+  const int lat = line_of(kMinimal, "latency_us: 0.6");
+  expect_error_at(replaced(kMinimal, "latency_us: 0.6", "latency_us: 1e300"), lat, "at most 1e6 s");
+  expect_error_at(replaced(kMinimal, "bandwidth_GBps: 450", "bandwidth_GBps: 2e6"),
+                  line_of(kMinimal, "bandwidth_GBps: 450"), "at most 1e15 B/s");
+  const int piece = line_of(kMinimal, "{from_bytes: 0,");
+  expect_error_at(replaced(kMinimal, "latency_us: 60,", "latency_us: 2e12,"), piece, "at most 1e6 s");
+  // 2^32 + 8 GPUs per node and 2^32 + 8 ranks wrapped to 8 in an int.
+  expect_error_at(replaced(kMinimal, "per_node: 8", "per_node: 4294967304"), line_of(kMinimal, "per_node: 8"),
+                  "outside the allowed range 1..2147483647");
+  expect_error_at(replaced(kMinimal, "nranks: 8", "nranks: 4294967304"), line_of(kMinimal, "nranks: 8"),
+                  "outside the allowed range 2..2147483647");
+  const std::string measured = replaced(kMinimal, "    source: NVIDIA/nccl-tests issue 212\n",
+                                        "    source: NVIDIA/nccl-tests issue 212\n    measured_bytes: [8, 1e20]\n");
+  expect_error_at(measured, line_of(measured, "measured_bytes"), "2^53 B");
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -85,4 +86,71 @@ TEST(Units, HumanReadableForms)
   EXPECT_EQ(format_bytes(units::MiB(4)), "4 MiB");
   EXPECT_EQ(format_bytes(units::GiB(2)), "2 GiB");
   EXPECT_EQ(format_bytes(units::bytes(100)), "100 B");
+}
+
+namespace {
+
+// The message of the std::invalid_argument that `f` throws; "(no error)" when it throws none.
+template <class F>
+std::string refusal(F&& f)
+{
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool says(const std::string& msg, const std::string& part)
+{
+  return msg.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST(UnitRanges, EachQuantityTakesItsWholeRangeAndNothingBeyond)
+{
+  // Sizes: 0 to 2^53 B. 8192 TiB = 2^13 x 2^40 B = 2^53 B exactly; one TiB more is outside.
+  EXPECT_DOUBLE_EQ(parse_bytes("8192 TiB").value(), 9007199254740992.0);
+  EXPECT_DOUBLE_EQ(parse_bytes("0 B").value(), 0.0);
+  EXPECT_TRUE(says(refusal([] { (void)parse_bytes("8193 TiB"); }), "outside the allowed range of a size"));
+  // Times: 0 to 1e6 s.
+  EXPECT_DOUBLE_EQ(parse_seconds("1000000 s").value(), 1e6);
+  EXPECT_DOUBLE_EQ(parse_seconds("0 s").value(), 0.0);
+  EXPECT_TRUE(says(refusal([] { (void)parse_seconds("1000001 s"); }), "at most 1e6 s"));
+  // Bandwidths: above 0, at most 1e15 B/s = 1000 TB/s.
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1000 TB/s").value(), 1e15);
+  EXPECT_TRUE(says(refusal([] { (void)parse_bandwidth("1001 TB/s"); }), "at most 1e15 B/s"));
+  EXPECT_TRUE(says(refusal([] { (void)parse_bandwidth("0 Gb/s"); }), "greater than zero"));
+}
+
+TEST(UnitRanges, NonFiniteNegativeHexAndOverflowAreRefusedWithTheRange)
+{
+  const std::string nan_size = refusal([] { (void)parse_bytes("nan MiB"); });
+  EXPECT_TRUE(says(nan_size, "'nan MiB' is not a finite number")) << nan_size;
+  EXPECT_TRUE(says(nan_size, "2^53 B")) << nan_size; // the range is in the message
+  EXPECT_TRUE(says(refusal([] { (void)parse_seconds("inf s"); }), "not a finite number"));
+  EXPECT_TRUE(says(refusal([] { (void)parse_seconds("1e308 s"); }), "outside the allowed range of a time"));
+  EXPECT_TRUE(says(refusal([] { (void)parse_bytes("1e30 B"); }), "outside the allowed range of a size"));
+  // 2^64 B = 18446744073709551616 B: wraps a 64-bit count, and is far above 2^53.
+  EXPECT_TRUE(says(refusal([] { (void)parse_bytes("18446744073709551616 B"); }), "outside the allowed range"));
+  EXPECT_TRUE(says(refusal([] { (void)parse_bytes("-1 MiB"); }), "zero or more"));
+  EXPECT_TRUE(says(refusal([] { (void)parse_seconds("-1 us"); }), "zero or more"));
+  EXPECT_TRUE(says(refusal([] { (void)parse_bytes("1e400 B"); }), "beyond the range of a double"));
+  // std::stod reads "0x10" as 16: refused, not read as 16 MiB.
+  EXPECT_TRUE(says(refusal([] { (void)parse_bytes("0x10 MiB"); }), "hexadecimal"));
+  // A size overflowing only after the unit: 1e300 TiB = 1e300 x 2^40 B is inf.
+  EXPECT_TRUE(says(refusal([] { (void)parse_bytes("1e300 TiB"); }), "not a finite number"));
+}
+
+TEST(UnitRanges, CheckedConstructorsApplyTheSameRanges)
+{
+  EXPECT_DOUBLE_EQ(checked_bytes(9007199254740992.0).value(), 9007199254740992.0);
+  EXPECT_DOUBLE_EQ(checked_seconds(1e6).value(), 1e6);
+  EXPECT_DOUBLE_EQ(checked_bandwidth(1e15).value(), 1e15);
+  EXPECT_TRUE(says(refusal([] { (void)checked_bytes(9007199254740994.0); }), "outside the allowed range of a size"));
+  EXPECT_TRUE(says(refusal([] { (void)checked_seconds(std::nan("")); }), "not a finite number"));
+  EXPECT_TRUE(says(refusal([] { (void)checked_seconds(-1e-9); }), "is negative; a time must be zero or more"));
+  EXPECT_TRUE(says(refusal([] { (void)checked_bandwidth(0); }), "greater than zero"));
 }

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -312,5 +313,105 @@ TEST(ChakraReader, UnknownProcessGroup)
   } catch (const InputError& e) {
     EXPECT_TRUE(has(e.what(), "pg_name '0' names no known communicator")) << e.what();
     EXPECT_EQ(e.where().field, "rank 0 node 1");
+  }
+}
+
+// Integers of a trace that no int64 (or, for a rank, root or tag, no int) holds are refused at their node: casting
+// them wrapped (2^64-1 became -1, 2^32 became root 0) or was undefined (a NaN double). Each case is the one-node
+// trace of the first, with one attribute changed.
+namespace {
+
+ChakraProtoMsg::Node one_collective(ChakraProtoMsg::CollectiveCommType type)
+{
+  ChakraProtoMsg::Node n;
+  n.set_id(1);
+  n.set_name("coll");
+  n.set_type(ChakraProtoMsg::COMM_COLL_NODE);
+  auto* t = n.add_attr();
+  t->set_name("comm_type");
+  t->set_int64_val(type);
+  return n;
+}
+
+ChakraProtoMsg::AttributeProto* attr(ChakraProtoMsg::Node& n, const std::string& name)
+{
+  auto* a = n.add_attr();
+  a->set_name(name);
+  return a;
+}
+
+// Reads a one-rank trace of `node`; the InputError it raises, or an empty one (with a test failure) when it reads.
+InputError read_one(const std::string& name, const ChakraProtoMsg::Node& node)
+{
+  TempTraceDir t(name);
+  Decoded d;
+  d.meta.set_version("0.0.4");
+  d.nodes.push_back(node);
+  t.write("t.0.et", encode(d));
+  try {
+    (void)read_chakra((t.dir / "t").string());
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << name << ": read without an error";
+  return InputError({}, "", "");
+}
+
+} // namespace
+
+TEST(ChakraNumbers, IntegersNoIntHoldsAreRefusedAtTheirNode)
+{
+  {
+    TempTraceDir t("numbers_base");
+    Decoded d;
+    d.meta.set_version("0.0.4");
+    d.nodes.push_back(one_collective(ChakraProtoMsg::ALL_REDUCE));
+    attr(d.nodes.back(), "comm_size")->set_int64_val(1048576);
+    t.write("t.0.et", encode(d));
+    const Workload w = read_chakra((t.dir / "t").string());
+    EXPECT_DOUBLE_EQ(w.graph_of(0).op(0).bytes.value(), 1048576.0);
+  }
+  auto node = one_collective(ChakraProtoMsg::ALL_REDUCE);
+  attr(node, "comm_size")->set_uint64_val(18446744073709551615ULL); // 2^64 - 1
+  const InputError wrapped = read_one("numbers_u64", node);
+  EXPECT_EQ(wrapped.where().field, "rank 0 node 1");
+  EXPECT_TRUE(has(wrapped.rule(), "attribute comm_size is 18446744073709551615")) << wrapped.what();
+
+  node = one_collective(ChakraProtoMsg::ALL_REDUCE);
+  attr(node, "comm_size")->set_double_val(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_TRUE(has(read_one("numbers_nan", node).rule(), "attribute comm_size is nan"));
+
+  // 2^62 B fits an int64 but not a size: at most 2^53 B.
+  node = one_collective(ChakraProtoMsg::ALL_REDUCE);
+  attr(node, "comm_size")->set_int64_val(std::int64_t{1} << 62);
+  EXPECT_TRUE(has(read_one("numbers_2_62", node).rule(), "at most 2^53 B"));
+
+  // A broadcast root of 2^32 wrapped to root 0, a valid rank.
+  node = one_collective(ChakraProtoMsg::BROADCAST);
+  attr(node, "comm_size")->set_int64_val(1024);
+  attr(node, "root")->set_int64_val(std::int64_t{1} << 32);
+  EXPECT_TRUE(has(read_one("numbers_root", node).rule(), "root 4294967296 does not fit a 32-bit integer"));
+
+  // A compute node measured for 2^63 us: beyond the 1e6 s a simulated time may reach.
+  ChakraProtoMsg::Node comp;
+  comp.set_id(1);
+  comp.set_type(ChakraProtoMsg::COMP_NODE);
+  comp.set_duration_micros(std::uint64_t{1} << 63);
+  EXPECT_TRUE(has(read_one("numbers_duration", comp).rule(), "at most 1e6 s"));
+}
+
+TEST(ChakraNumbers, ARankNumberBeyondAnIntInAFileNameIsRefused)
+{
+  TempTraceDir t("numbers_file_rank");
+  Decoded d;
+  d.meta.set_version("0.0.4");
+  t.write("t.0.et", encode(d));
+  t.write("t.99999999999.et", encode(d));
+  try {
+    (void)read_chakra((t.dir / "t").string());
+    FAIL() << "read without an error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.rule(), "the rank in the file name")) << e.what();
+    EXPECT_TRUE(has(e.where().file, "t.99999999999.et")) << e.what();
   }
 }

@@ -1,6 +1,8 @@
 // The `cluster:` section of a scenario: parsing (with the YAML line of every value) and the rules a spec obeys.
 #include "spec_rules.hpp"
 
+#include "railyard/common/numbers.hpp"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -202,13 +204,12 @@ ClusterKind parse_kind(const YamlNode& n)
          near.empty() ? "write one of those kinds" : fmt::format("did you mean '{}'?", near));
 }
 
-// Counts are range-checked here only against int overflow; find_problem checks that they are positive.
+// A count in the range its field can take; find_problem checks what depends on several fields (divisibility, the
+// total GPU count, an even radix).
+// kMaxGpus bounds every count: no node, GPU or switch-port count of a simulated cluster is larger.
 int parse_count(const YamlNode& n)
 {
-  const std::int64_t v = n.as_int();
-  if (v > detail::kMaxGpus || v < -detail::kMaxGpus)
-    n.fail(fmt::format("{} is out of range", v), fmt::format("write a count of at most {}", detail::kMaxGpus));
-  return static_cast<int>(v);
+  return static_cast<int>(n.as_int(1, detail::kMaxGpus));
 }
 
 // "2", "2.5" or a ratio "2:1" (YAML reads an unquoted 2:1 as the string "2:1").
@@ -219,12 +220,10 @@ double parse_ratio(const YamlNode& n)
   if (colon == std::string::npos) return n.as_double();
   auto number = [&](const std::string& part) {
     try {
-      size_t pos = 0;
-      const double v = std::stod(part, &pos);
-      if (pos == part.size()) return v;
-    } catch (const std::exception&) {
+      return parse_finite(part);
+    } catch (const std::invalid_argument&) {
+      n.fail(fmt::format("'{}' is not a ratio", text), "write a number such as 2, or a ratio such as '2:1'");
     }
-    n.fail(fmt::format("'{}' is not a ratio", text), "write a number such as 2, or a ratio such as '2:1'");
   };
   const double down = number(text.substr(0, colon));
   const double up = number(text.substr(colon + 1));
@@ -289,7 +288,8 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
   }
   if (auto fabric = cluster.get("fabric")) {
     fabric->expect_keys({"tiers", "leaf_downlinks", "radix", "oversubscription", "link_bandwidth", "link_latency"});
-    if (auto v = fabric->get("tiers")) s.tiers = parse_count(*v);
+    if (auto v = fabric->get("tiers"))
+      s.tiers = static_cast<int>(v->as_int(2, 3, "tiers are 2 (leaf/spine) or 3 (k-ary fat tree)"));
     if (auto v = fabric->get("leaf_downlinks")) s.leaf_downlinks = parse_count(*v);
     if (auto v = fabric->get("radix")) s.radix = parse_count(*v);
     if (auto v = fabric->get("oversubscription")) s.oversubscription = parse_ratio(*v);

@@ -4,6 +4,7 @@
 #include "file_io.hpp"
 
 #include "railyard/common/csv.hpp"
+#include "railyard/common/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -43,7 +44,11 @@ public:
     if (lines.empty() || !std::regex_match(lines[0], m, ranks_re))
       fail(1, "ranks", "the first line must be the rank range, as AICB writes it: [rank0 ~ rankN]",
            "give an AICB physical workload CSV");
-    world_ = options_.world_size > 0 ? options_.world_size : std::stoi(m[2]) - std::stoi(m[1]) + 1;
+    const int first = integer(m[1], 1, "ranks", 0, kMaxRanks - 1), last = integer(m[2], 1, "ranks", 0, kMaxRanks - 1);
+    if (last < first)
+      fail(1, "ranks", fmt::format("the rank range [rank{} ~ rank{}] is empty", first, last),
+           "write the first rank, then the last: [rank0 ~ rankN]");
+    world_ = options_.world_size > 0 ? options_.world_size : last - first + 1;
     if (lines.size() < 2) fail(2, "header", "the second line must name the columns", "keep AICB's header line");
     auto header = split_csv(lines[1], path_, 2);
     auto col = [&](const char* name) {
@@ -96,7 +101,7 @@ public:
         fail(line, "comm_group", fmt::format("unknown communication group '{}'", f[c_group]),
              "use tp_group, dp_group, ep_group or pp_group");
       if (s->second != kWorld) {
-        int gs = integer(f[c_gsize], line, "comm_group_size");
+        const int gs = integer(f[c_gsize], line, "comm_group_size", 1, kMaxRanks);
         int& known = size_[s->second];
         if (known != 0 && known != gs)
           fail(line, "comm_group_size", fmt::format("{} has size {} here but {} before", group, gs, known),
@@ -105,9 +110,12 @@ public:
       }
       int root = -1;
       if (k->second == CollectiveKind::Broadcast || k->second == CollectiveKind::Reduce)
-        root = f[c_src] == "None" || f[c_src].empty() ? 0 : integer(f[c_src], line, "src");
-      auto bytes = static_cast<double>(whole(f[c_size], line, "msg_size")); // 6.4 GB rows do not fit an int
-      int count = f[c_count].empty() || f[c_count] == "None" ? 1 : integer(f[c_count], line, "count");
+        root = f[c_src] == "None" || f[c_src].empty() ? 0 : integer(f[c_src], line, "src", 0, kMaxRanks - 1);
+      // 6.4 GB rows do not fit an int; up to 2^53 B, the largest size a double counts exactly.
+      const auto bytes =
+          static_cast<double>(whole(f[c_size], line, "msg_size", static_cast<long long>(limits::kMaxBytes)));
+      // A row issued `count` times: as many as a scenario's repeat may be.
+      const int count = f[c_count].empty() || f[c_count] == "None" ? 1 : integer(f[c_count], line, "count", 0, 1000000);
       rows.push_back({line, k->second, s->second, bytes, root, count, f[c_stage] + " " + type});
     }
     layout();
@@ -141,22 +149,24 @@ private:
     throw InputError({path_, line, field}, std::move(rule), std::move(fix));
   }
 
-  long long whole(const std::string& tok, int line, const std::string& field)
+  static constexpr int kMaxRanks = 1 << 20; // the most GPUs a cluster here has
+
+  long long whole(const std::string& tok, int line, const std::string& field, long long max)
   {
     try {
-      std::size_t used = 0;
-      long long v = std::stoll(tok, &used);
-      if (used == tok.size() && v >= 0) return v;
-    } catch (const std::exception&) {
+      return parse_integer(tok, 0, max);
+    } catch (const std::invalid_argument& e) {
+      fail(line, field, e.what(), fmt::format("write a whole number {}", integer_range_words(0, max)));
     }
-    fail(line, field, fmt::format("'{}' is not a non-negative integer", tok), "write a whole number");
   }
 
-  int integer(const std::string& tok, int line, const std::string& field)
+  int integer(const std::string& tok, int line, const std::string& field, int min, int max)
   {
-    long long v = whole(tok, line, field);
-    if (v > INT32_MAX) fail(line, field, fmt::format("{} is too large", v), "write a smaller number");
-    return static_cast<int>(v);
+    try {
+      return static_cast<int>(parse_integer(tok, min, max));
+    } catch (const std::invalid_argument& e) {
+      fail(line, field, e.what(), fmt::format("write a whole number {}", integer_range_words(min, max)));
+    }
   }
 
   // Megatron's order: rank = tp + TP * (dp + DP * pp); EP blocks inside each DP group.

@@ -5,6 +5,8 @@
 #include "et_def.pb.h"
 #include "file_io.hpp"
 
+#include "railyard/common/numbers.hpp"
+
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <climits>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <queue>
 #include <regex>
@@ -31,6 +34,9 @@ constexpr StreamId kComputeStream = 0;
 constexpr StreamId kCpuStream = 1;
 constexpr StreamId kMemoryStream = 2;
 constexpr StreamId kFirstCommStream = 16;
+
+// Rank files of one trace: far more than any traced job (2^20, the most GPUs a cluster here has).
+constexpr std::int64_t kMaxRankFiles = 1 << 20;
 
 struct RankFile {
   int rank = 0;
@@ -56,7 +62,14 @@ std::vector<RankFile> find_rank_files(const std::string& prefix_in)
     std::string digits = name.substr(base.size() + 1, name.size() - base.size() - 4);
     if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
       continue;
-    found[std::stoi(digits)] = entry.path().string();
+    std::int64_t rank = 0;
+    try {
+      rank = parse_integer(digits, 0, kMaxRankFiles - 1);
+    } catch (const std::invalid_argument& e) {
+      throw InputError({entry.path().string(), 0, "rank"}, fmt::format("the rank in the file name: {}", e.what()),
+                       "number the files <prefix>.0.et, <prefix>.1.et, ... one per rank");
+    }
+    found[static_cast<int>(rank)] = entry.path().string();
   }
   if (ec || found.empty())
     throw InputError({prefix + ".<rank>.et", 0, ""}, "no Chakra trace files found",
@@ -80,10 +93,24 @@ const AttributeProto* find_attr(const Node& n, std::string_view name)
   return nullptr;
 }
 
-std::optional<std::int64_t> attr_int(const Node& n, std::string_view name)
+// An integer attribute of a node, whatever integer, floating or string type the trace stores it in. A value that no
+// int64 holds (a uint64 above 2^63, a NaN or 1e300 double, a string that is not a whole number) is refused at the
+// node: casting it would wrap or be undefined.
+template <class Where>
+std::optional<std::int64_t> attr_int(const Node& n, std::string_view name, const Where& where)
 {
   const AttributeProto* a = find_attr(n, name);
   if (!a) return std::nullopt;
+  const auto refuse = [&](const std::string& value) -> std::int64_t {
+    throw InputError(where(),
+                     fmt::format("attribute {} is {}, which is not a whole number a 64-bit integer holds", name, value),
+                     "give the trace as the converter wrote it");
+  };
+  const auto from_double = [&](double d) {
+    if (!(d >= -9.2e18 && d <= 9.2e18)) return refuse(fmt::format("{}", d));
+    return static_cast<std::int64_t>(d);
+  };
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   switch (a->value_case()) {
   case AttributeProto::kInt32Val:
     return a->int32_val();
@@ -92,7 +119,8 @@ std::optional<std::int64_t> attr_int(const Node& n, std::string_view name)
   case AttributeProto::kUint32Val:
     return a->uint32_val();
   case AttributeProto::kUint64Val:
-    return static_cast<std::int64_t>(a->uint64_val());
+    return a->uint64_val() > kMax ? refuse(std::to_string(a->uint64_val()))
+                                  : static_cast<std::int64_t>(a->uint64_val());
   case AttributeProto::kSint32Val:
     return a->sint32_val();
   case AttributeProto::kSint64Val:
@@ -100,7 +128,8 @@ std::optional<std::int64_t> attr_int(const Node& n, std::string_view name)
   case AttributeProto::kFixed32Val:
     return a->fixed32_val();
   case AttributeProto::kFixed64Val:
-    return static_cast<std::int64_t>(a->fixed64_val());
+    return a->fixed64_val() > kMax ? refuse(std::to_string(a->fixed64_val()))
+                                   : static_cast<std::int64_t>(a->fixed64_val());
   case AttributeProto::kSfixed32Val:
     return a->sfixed32_val();
   case AttributeProto::kSfixed64Val:
@@ -108,27 +137,39 @@ std::optional<std::int64_t> attr_int(const Node& n, std::string_view name)
   case AttributeProto::kBoolVal:
     return a->bool_val() ? 1 : 0;
   case AttributeProto::kDoubleVal:
-    return static_cast<std::int64_t>(a->double_val());
+    return from_double(a->double_val());
   case AttributeProto::kFloatVal:
-    return static_cast<std::int64_t>(a->float_val());
+    return from_double(a->float_val());
   case AttributeProto::kStringVal:
     try {
-      return std::stoll(a->string_val());
-    } catch (const std::exception&) {
-      return std::nullopt;
+      return parse_integer(a->string_val(), std::numeric_limits<std::int64_t>::min(),
+                           std::numeric_limits<std::int64_t>::max());
+    } catch (const std::invalid_argument&) {
+      return refuse("'" + a->string_val() + "'");
     }
   default:
     return std::nullopt;
   }
 }
 
-std::optional<std::string> attr_string(const Node& n, std::string_view name)
+template <class Where>
+std::optional<std::string> attr_string(const Node& n, std::string_view name, const Where& where)
 {
   const AttributeProto* a = find_attr(n, name);
   if (!a) return std::nullopt;
   if (a->value_case() == AttributeProto::kStringVal) return a->string_val();
-  if (auto v = attr_int(n, name)) return std::to_string(*v);
+  if (auto v = attr_int(n, name, where)) return std::to_string(*v);
   return std::nullopt;
+}
+
+// A rank, root or tag as the int the op graph stores.
+template <class Where>
+int as_int(std::int64_t v, const char* what, const Where& where)
+{
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    throw InputError(where(), fmt::format("{} {} does not fit a 32-bit integer", what, v),
+                     "give the trace as the converter wrote it");
+  return static_cast<int>(v);
 }
 
 std::optional<models::CollectiveKind> collective_of(std::int64_t comm_type)
@@ -187,6 +228,9 @@ private:
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError({comm_group_file_, 0, fmt::format("byte {}", e.byte)}, "malformed JSON",
                        "comm_group.json maps group ids to rank lists: {\"0\": [0, 1], ...}");
+    } catch (const nlohmann::json::out_of_range& e) { // a number beyond a double, such as 1e999
+      throw InputError({comm_group_file_, 0, ""}, fmt::format("malformed JSON: {}", e.what()),
+                       "comm_group.json maps group ids to rank lists: {\"0\": [0, 1], ...}");
     }
     if (!j.is_object())
       throw InputError({comm_group_file_, 0, ""}, "expected a JSON object of group id -> rank list",
@@ -195,7 +239,9 @@ private:
     std::vector<std::pair<long long, std::string>> keys;
     for (auto it = j.begin(); it != j.end(); ++it) {
       try {
-        keys.emplace_back(std::stoll(it.key()), it.key());
+        keys.emplace_back(
+            parse_integer(it.key(), std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()),
+            it.key());
       } catch (const std::exception&) {
         throw InputError({comm_group_file_, 0, it.key()}, "group ids must be integers, as ASTRA-sim reads them",
                          "rename the group to its integer id");
@@ -208,7 +254,9 @@ private:
       if (!members.is_array())
         throw InputError({comm_group_file_, 0, key}, "a group must list its member ranks", "write [0, 1, ...]");
       for (const auto& m : members) {
-        if (!m.is_number_integer() || m.get<int>() < 0 || m.get<int>() >= static_cast<int>(files_.size()))
+        // Compared as int64: get<int> of 2^32 would wrap into a valid rank.
+        if (!m.is_number_integer() || m.get<std::int64_t>() < 0 ||
+            m.get<std::int64_t>() >= static_cast<std::int64_t>(files_.size()))
           throw InputError({comm_group_file_, 0, key},
                            fmt::format("member {} is not a rank of this trace ({} ranks)", m.dump(), files_.size()),
                            "list ranks that have a trace file");
@@ -220,7 +268,8 @@ private:
 
   // PyTorch-converted traces define their process groups in a METADATA_NODE ("## process_group:init ##") whose
   // inputs.values hold JSON: [{"pg_name": "0", "ranks": [...]}, ...]; empty ranks mean the whole world.
-  void read_pg_metadata(const Node& n)
+  template <class Where>
+  void read_pg_metadata(const Node& n, const Where& where)
   {
     const std::string& v = n.inputs().values();
     auto b = v.find("[{");
@@ -234,8 +283,15 @@ private:
       if (groups_.count(name)) continue;
       std::vector<int> ranks;
       if (g.contains("ranks") && g["ranks"].is_array())
-        for (const auto& r : g["ranks"])
-          ranks.push_back(r.get<int>());
+        for (const auto& r : g["ranks"]) {
+          if (!r.is_number_integer() || r.get<std::int64_t>() < 0 ||
+              r.get<std::int64_t>() >= static_cast<std::int64_t>(files_.size()))
+            throw InputError(where(),
+                             fmt::format("process group '{}' lists rank {}, not a rank of this trace ({} ranks)", name,
+                                         r.dump(), files_.size()),
+                             "give the trace as the converter wrote it");
+          ranks.push_back(static_cast<int>(r.get<std::int64_t>()));
+        }
       if (ranks.empty()) ranks = w_.communicators[world_comm_].ranks;
       std::string desc = g.contains("pg_desc") && g["pg_desc"].is_string() ? g["pg_desc"].get<std::string>() : "";
       groups_[name] = w_.add_communicator("pg " + name + (desc.empty() ? "" : " (" + desc + ")"), GroupKind::Other,
@@ -296,7 +352,9 @@ private:
 
   int communicator_for(const Node& n, const RankFile& f)
   {
-    auto pg = attr_string(n, "pg_name");
+    auto pg = attr_string(n, "pg_name", [&] {
+      return InputLocation{f.path, 0, fmt::format("rank {} node {}", f.rank, n.id())};
+    });
     if (!pg || pg->empty()) return world_comm_;
     auto it = groups_.find(*pg);
     if (it == groups_.end())
@@ -381,16 +439,17 @@ private:
       Op op;
       std::optional<Seconds> runtime;
       if (node.duration_micros() > 0) runtime = units::us(static_cast<double>(node.duration_micros()));
-      bool cpu = attr_int(node, "is_cpu_op").value_or(0) != 0;
+      const auto here = [&] { return at(i); };
+      bool cpu = attr_int(node, "is_cpu_op", here).value_or(0) != 0;
       switch (node.type()) {
       case ChakraProtoMsg::COMP_NODE:
-        op = Op::make_compute(static_cast<double>(attr_int(node, "num_ops").value_or(0)),
-                              Bytes(static_cast<double>(attr_int(node, "tensor_size").value_or(0))),
+        op = Op::make_compute(static_cast<double>(attr_int(node, "num_ops", here).value_or(0)),
+                              Bytes(static_cast<double>(attr_int(node, "tensor_size", here).value_or(0))),
                               cpu ? kCpuStream : kComputeStream);
         if (!runtime) runtime = Seconds(0); // ASTRA-sim replays a runtime-less node as (almost) free
         break;
       case ChakraProtoMsg::COMM_COLL_NODE: {
-        auto type = attr_int(node, "comm_type");
+        auto type = attr_int(node, "comm_type", here);
         if (!type)
           throw InputError(at(i), "COMM_COLL_NODE without a comm_type attribute",
                            "add comm_type (et_def.proto CollectiveCommType)");
@@ -403,13 +462,13 @@ private:
                                                  static_cast<ChakraProtoMsg::CollectiveCommType>(*type))
                                            : "unknown"),
                            "use ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL or REDUCE_SCATTER");
-        auto size = attr_int(node, "comm_size");
+        auto size = attr_int(node, "comm_size", here);
         if (!size) throw InputError(at(i), "COMM_COLL_NODE without a comm_size attribute", "add comm_size in bytes");
         int comm = communicator_for(node, f);
         int root = -1;
         if (*kind == CollectiveKind::Broadcast || *kind == CollectiveKind::Reduce) {
-          auto r = attr_int(node, "root");
-          root = r ? group_rank(comm, static_cast<int>(*r), node, f, "root") : 0;
+          auto r = attr_int(node, "root", here);
+          root = r ? group_rank(comm, as_int(*r, "root", here), node, f, "root") : 0;
         }
         op = Op::make_collective(*kind, Bytes(static_cast<double>(*size)), comm, root, comm_stream(comm));
         break;
@@ -418,27 +477,28 @@ private:
       case ChakraProtoMsg::COMM_RECV_NODE: {
         bool send = node.type() == ChakraProtoMsg::COMM_SEND_NODE;
         const char* peer_attr = send ? "comm_dst" : "comm_src";
-        auto peer = attr_int(node, peer_attr);
-        auto size = attr_int(node, "comm_size");
+        auto peer = attr_int(node, peer_attr, here);
+        auto size = attr_int(node, "comm_size", here);
         if (!peer || !size)
           throw InputError(
               at(i), fmt::format("{} needs {} and comm_size", send ? "COMM_SEND_NODE" : "COMM_RECV_NODE", peer_attr),
               "add the peer's rank and the size in bytes");
         int comm = communicator_for(node, f);
-        int p = group_rank(comm, static_cast<int>(*peer), node, f, send ? "destination" : "source");
-        int tag = static_cast<int>(attr_int(node, "comm_tag").value_or(0));
+        int p = group_rank(comm, as_int(*peer, peer_attr, here), node, f, send ? "destination" : "source");
+        int tag = as_int(attr_int(node, "comm_tag", here).value_or(0), "comm_tag", here);
         op = send ? Op::make_send(comm, p, Bytes(static_cast<double>(*size)), tag, comm_stream(comm))
                   : Op::make_recv(comm, p, Bytes(static_cast<double>(*size)), tag, comm_stream(comm));
         break;
       }
       case ChakraProtoMsg::MEM_LOAD_NODE:
       case ChakraProtoMsg::MEM_STORE_NODE:
-        op = Op::make_memcpy(Bytes(static_cast<double>(attr_int(node, "tensor_size").value_or(0))), kMemoryStream);
+        op =
+            Op::make_memcpy(Bytes(static_cast<double>(attr_int(node, "tensor_size", here).value_or(0))), kMemoryStream);
         break;
       case ChakraProtoMsg::METADATA_NODE:
       case ChakraProtoMsg::INVALID_NODE:
         // ASTRA-sim completes these at once; kept as empty ops so that dependencies through them still hold.
-        if (node.type() == ChakraProtoMsg::METADATA_NODE) read_pg_metadata(node);
+        if (node.type() == ChakraProtoMsg::METADATA_NODE) read_pg_metadata(node, here);
         op = Op::make_compute(0, Bytes(0), kUnordered);
         runtime = Seconds(0);
         break;

@@ -4,6 +4,8 @@
 #include "file_io.hpp"
 #include "names.hpp"
 
+#include "railyard/common/numbers.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -57,16 +59,25 @@ std::string guess_rank(const std::string& text)
   return "unknown";
 }
 
+// A number of the trace, written as a JSON number or as a string holding one (Kineto writes some ids as strings);
+// `fallback` where the field holds neither. Not checked for range: the callers that measure, count or index with it
+// check it (measured_us, whole, ident below).
 double number(const json& v, double fallback = 0.0)
 {
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) {
-    try {
-      return std::stod(v.get<std::string>());
-    } catch (const std::exception&) {
-    }
+    const auto s = v.get<std::string>();
+    const LeadingNumber n = leading_number(s);
+    if (n.length > 0 && !n.out_of_range) return n.value;
   }
   return fallback;
+}
+
+// An id used as a key (correlation, pid, tid, stream): a finite whole number within int64, where it is a number at
+// all; a cast of NaN or 1e300 to an integer is undefined.
+bool fits_int64(double v)
+{
+  return v >= -9.2e18 && v <= 9.2e18;
 }
 
 const json* arg(const json& ev, const char* key)
@@ -171,8 +182,15 @@ std::vector<int> parse_rank_list(const std::string& s)
 {
   std::vector<int> out;
   static const std::regex num(R"(-?\d+)");
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), num); it != std::sregex_iterator(); ++it)
-    out.push_back(std::stoi(it->str()));
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), num); it != std::sregex_iterator(); ++it) {
+    try {
+      // Negative and unknown ranks are left out when communicators are built; only an int must hold them.
+      out.push_back(
+          static_cast<int>(parse_integer(it->str(), std::numeric_limits<int>::min(), std::numeric_limits<int>::max())));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("Process Group Ranks '{}': {}", s, e.what()));
+    }
+  }
   return out;
 }
 
@@ -237,6 +255,56 @@ private:
     throw InputError({file, 0, field}, std::move(rule), std::move(fix));
   }
 
+  // Ranks of a job, as an int: far more than any traced job (2^20, the most GPUs a cluster here has).
+  static constexpr int kMaxRanks = 1 << 20;
+
+  // A measured time in microseconds (ts, dur) of the event at `field`: finite, and a duration >= 0 and at most the
+  // 1e6 s a simulated time may reach (units.hpp limits). A timestamp may be large (Kineto counts from the epoch or
+  // the boot); only the span of a rank's GPU events is bounded (read_doc).
+  double measured_us(const std::string& file, const std::string& field, const char* key, const json& v, bool duration)
+  {
+    const bool numeric = v.is_number() || (v.is_string() && leading_number(v.get<std::string>()).length > 0);
+    const double us = number(v, std::numeric_limits<double>::quiet_NaN());
+    if (!numeric || !std::isfinite(us))
+      fail(file, field, fmt::format("{} is {}, not a finite number of microseconds", key, v.dump()),
+           "give the trace as the profiler wrote it");
+    if (duration && !(us >= 0 && us <= limits::kMaxSeconds * 1e6))
+      fail(file, field,
+           fmt::format("{} is {} us; a measured duration must be zero or more and at most 1e6 s", key, v.dump()),
+           "give the trace as the profiler wrote it");
+    return us;
+  }
+
+  // A whole number such as a rank or a world size, in [min, max].
+  int whole(const std::string& file, const std::string& field, const json& v, int min, int max)
+  {
+    const double d = number(v, std::numeric_limits<double>::quiet_NaN());
+    if (!(d >= min && d <= max && d == std::floor(d)))
+      fail(file, field, fmt::format("{} is not a whole number from {} to {}", v.dump(), min, max),
+           "give the trace as the profiler wrote it");
+    return static_cast<int>(d);
+  }
+
+  // An id used as a key: a finite whole number within int64 when it is a number; 0 for what is not a number at all
+  // (ids written as words, as before).
+  long long ident(const std::string& file, const std::string& field, const char* key, const json& v)
+  {
+    const double d = number(v);
+    if (!std::isfinite(d) || !fits_int64(d))
+      fail(file, field, fmt::format("{} is {}, not an id that fits a 64-bit integer", key, v.dump()),
+           "give the trace as the profiler wrote it");
+    return static_cast<long long>(d);
+  }
+
+  Bytes size(const std::string& file, const std::string& field, const char* key, double bytes)
+  {
+    try {
+      return checked_bytes(bytes);
+    } catch (const std::invalid_argument& e) {
+      fail(file, field, fmt::format("{}: {}", key, e.what()), "give the trace as the profiler wrote it");
+    }
+  }
+
   int group_index(const GroupRef& g)
   {
     auto key = std::make_pair(g.ranks, g.name);
@@ -254,9 +322,35 @@ private:
     } catch (const json::parse_error& e) {
       fail(doc.name, fmt::format("rank {} byte {}", guess_rank(doc.text), e.byte),
            fmt::format("malformed JSON: {}", e.what()), "give the trace as the profiler wrote it (Chrome trace JSON)");
+    } catch (const json::out_of_range& e) {
+      // nlohmann refuses a number beyond a double (a dur of 1e999) with its text but no position: find it.
+      const std::string what = e.what();
+      const auto q = what.find('\'');
+      const std::string token = q == std::string::npos ? "" : what.substr(q + 1, what.rfind('\'') - q - 1);
+      const auto at = token.empty() ? std::string::npos : doc.text.find(token);
+      fail(doc.name,
+           at == std::string::npos ? fmt::format("rank {}", guess_rank(doc.text))
+                                   : fmt::format("rank {} byte {}", guess_rank(doc.text), at),
+           fmt::format("the number {} is beyond the range of a double, so no time or size can be read from it",
+                       token.empty() ? what : token),
+           "give the trace as the profiler wrote it");
     }
     doc.text.clear();
     doc.text.shrink_to_fit();
+    try {
+      read_events(doc, j);
+    } catch (const json::exception& e) {
+      // A field of an unexpected JSON type (a name that is a number, a rank list of strings): not a Kineto trace.
+      fail(doc.name, fmt::format("event {}", event_), fmt::format("unexpected JSON in the trace: {}", e.what()),
+           "give the trace as the profiler wrote it");
+    } catch (const std::invalid_argument& e) { // a number in a text field that no rank can be
+      fail(doc.name, fmt::format("event {}", event_), e.what(), "give the trace as the profiler wrote it");
+    }
+  }
+
+  void read_events(const TraceDoc& doc, const json& j)
+  {
+    event_ = 0;
     const json* events = nullptr;
     const json* dist = nullptr;
     if (j.is_array()) {
@@ -269,15 +363,22 @@ private:
     t.file = doc.name;
     t.rank = static_cast<int>(traces_.size());
     if (dist && dist->contains("rank"))
-      t.rank = static_cast<int>(number((*dist)["rank"], t.rank));
+      t.rank = whole(doc.name, "distributedInfo.rank", (*dist)["rank"], 0, kMaxRanks - 1);
     else
       notes_.push_back(
           fmt::format("{}: no distributedInfo.rank; taken as rank {} from its position", doc.name, t.rank));
+    if (j.is_array())
+      fail(doc.name, "",
+           "the file is a JSON list, not a Kineto trace: a PyTorch profiler trace is a JSON object with "
+           "traceEvents and distributedInfo",
+           "give the trace the PyTorch profiler wrote (torch.profiler with on_trace_ready, or "
+           "prof.export_chrome_trace)");
     if (!events)
-      fail(doc.name, fmt::format("rank {}", t.rank), "no traceEvents array",
+      fail(doc.name, fmt::format("rank {}", t.rank),
+           j.is_object() ? "not a Kineto trace: no traceEvents array" : "not a Kineto trace: not a JSON object",
            "give a PyTorch profiler trace (Chrome trace JSON with traceEvents)");
     if (dist && dist->contains("world_size")) {
-      int ws = static_cast<int>(number((*dist)["world_size"]));
+      const int ws = whole(doc.name, "distributedInfo.world_size", (*dist)["world_size"], 1, kMaxRanks);
       if (world_size_ && *world_size_ != ws)
         fail(doc.name, fmt::format("rank {}", t.rank),
              fmt::format("distributedInfo.world_size is {} but another trace says {}", ws, *world_size_),
@@ -294,7 +395,7 @@ private:
         g.desc = pg.value("pg_desc", "");
         if (pg.contains("ranks") && pg["ranks"].is_array())
           for (const auto& r : pg["ranks"])
-            g.ranks.push_back(r.get<int>());
+            g.ranks.push_back(whole(doc.name, "distributedInfo.pg_config ranks", r, 0, kMaxRanks - 1));
         pg_config_[name] = g;
       }
 
@@ -303,20 +404,27 @@ private:
     std::map<std::pair<long long, long long>, std::vector<std::size_t>> host_ops;
     const auto& ev = *events;
     for (std::size_t i = 0; i < ev.size(); ++i) {
+      event_ = i;
       const json& e = ev[i];
       if (!e.is_object()) continue;
       std::string cat = detail::lower(e.value("cat", ""));
+      const std::string field = fmt::format("rank {} event {}", t.rank, i);
       if (cat == "cuda_runtime" || cat == "cuda_driver") {
-        if (const json* c = arg(e, "correlation")) launch[static_cast<long long>(number(*c))] = i;
+        if (const json* c = arg(e, "correlation")) launch[ident(doc.name, field, "args.correlation", *c)] = i;
+        if (e.contains("ts")) (void)measured_us(doc.name, field, "ts", e["ts"], false);
       } else if ((cat == "cpu_op" || cat == "user_annotation") && e.value("ph", "") == "X") {
-        host_ops[{static_cast<long long>(number(e.value("pid", json(0)))),
-                  static_cast<long long>(number(e.value("tid", json(0))))}]
+        // Their times decide which host op launched a kernel: checked like the GPU events' own.
+        (void)measured_us(doc.name, field, "ts", e.value("ts", json(0)), false);
+        (void)measured_us(doc.name, field, "dur", e.value("dur", json(0)), true);
+        host_ops[{ident(doc.name, field, "pid", e.value("pid", json(0))),
+                  ident(doc.name, field, "tid", e.value("tid", json(0)))}]
             .push_back(i);
       }
     }
 
     bool first = true;
     for (std::size_t i = 0; i < ev.size(); ++i) {
+      event_ = i;
       const json& e = ev[i];
       if (!e.is_object() || e.value("ph", "") != "X") continue;
       std::string cat = detail::lower(e.value("cat", ""));
@@ -327,21 +435,20 @@ private:
       if (!e.contains("ts"))
         fail(doc.name, fmt::format("rank {} event {}", t.rank, i), "GPU event without a timestamp (ts)",
              "give the trace as the profiler wrote it");
-      p.ts_us = number(e["ts"]);
-      p.dur_us = number(e.value("dur", json(0)));
+      const std::string field = fmt::format("rank {} event {}", t.rank, i);
+      p.ts_us = measured_us(doc.name, field, "ts", e["ts"], false);
+      p.dur_us = measured_us(doc.name, field, "dur", e.value("dur", json(0)), true);
       if (const json* c = arg(e, "correlation")) {
-        auto l = launch.find(static_cast<long long>(number(*c)));
+        auto l = launch.find(ident(doc.name, field, "args.correlation", *c));
         if (l != launch.end() && ev[l->second].contains("ts")) p.launch_us = number(ev[l->second]["ts"]);
       }
-      if (p.dur_us < 0)
-        fail(doc.name, fmt::format("rank {} event {}", t.rank, i), fmt::format("negative duration {} us", p.dur_us),
-             "give the trace as the profiler wrote it");
       const json* s = arg(e, "stream");
-      p.stream_key = static_cast<std::uint64_t>(s ? number(*s) : number(e.value("tid", json(0))));
+      p.stream_key = static_cast<std::uint64_t>(s ? ident(doc.name, field, "args.stream", *s)
+                                                  : ident(doc.name, field, "tid", e.value("tid", json(0))));
       t.stream_names.emplace(p.stream_key, fmt::format("stream {}", p.stream_key));
       if (cat == "gpu_memcpy") {
         const json* b = arg(e, "bytes");
-        p.op = Op::make_memcpy(Bytes(b ? number(*b) : 0.0), 0);
+        p.op = Op::make_memcpy(size(doc.name, field, "args.bytes", b ? number(*b) : 0.0), 0);
       } else if (auto token = nccl_kernel_token(p.name); cat == "kernel" && token) {
         classify_nccl(doc.name, t, i, e, *token, ev, launch, host_ops, p);
       } else {
@@ -352,6 +459,17 @@ private:
       first = false;
       t.ops.push_back(std::move(p));
     }
+    if (t.ops.empty())
+      fail(
+          doc.name, fmt::format("rank {}", t.rank),
+          fmt::format("not a Kineto trace of GPU work: none of its {} events is a GPU event (cat kernel, gpu_memcpy or "
+                      "gpu_memset with ph X), so there is nothing to replay",
+                      ev.size()),
+          "profile with GPU activities on (torch.profiler.ProfilerActivity.CUDA) and give that trace");
+    if (!(t.t1 - t.t0 <= limits::kMaxSeconds * 1e6))
+      fail(doc.name, fmt::format("rank {}", t.rank),
+           fmt::format("the GPU events span {} us, more than the 1e6 s a simulated time may reach", t.t1 - t.t0),
+           "give the trace of one training step");
     for (const auto& other : traces_)
       if (other.rank == t.rank)
         fail(doc.name, fmt::format("rank {}", t.rank),
@@ -605,6 +723,7 @@ private:
   std::map<std::pair<std::vector<int>, std::string>, int> group_index_;
   std::vector<std::string> notes_;
   std::size_t unknown_sizes_ = 0, opaque_nccl_ = 0;
+  std::size_t event_ = 0; ///< the event being read, for messages about JSON of an unexpected type
   std::string unknown_size_example_;
 };
 

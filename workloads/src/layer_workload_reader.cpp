@@ -6,10 +6,13 @@
 
 #include "file_io.hpp"
 
+#include "railyard/common/numbers.hpp"
+
 #include <fmt/format.h>
 
 #include <array>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -106,22 +109,27 @@ private:
     throw InputError({path_, line, field}, std::move(rule), std::move(fix));
   }
 
-  long long integer(const std::string& tok, int line, const std::string& field)
+  // A whole number in the range the field's consumer can take (an int group size, a byte count up to 2^53).
+  long long integer(const std::string& tok, int line, const std::string& field, long long min = kMinInt64,
+                    long long max = kMaxInt64)
   {
     try {
-      std::size_t used = 0;
-      long long v = std::stoll(tok, &used);
-      if (used == tok.size()) return v;
-    } catch (const std::exception&) {
+      return parse_integer(tok, min, max);
+    } catch (const std::invalid_argument& e) {
+      fail(line, field, e.what(), fmt::format("write a whole number {}", integer_range_words(min, max)));
     }
-    fail(line, field, fmt::format("'{}' is not an integer", tok), "write a whole number");
   }
+
+  static constexpr long long kMinInt64 = std::numeric_limits<long long>::min();
+  static constexpr long long kMaxInt64 = std::numeric_limits<long long>::max();
+  static constexpr long long kMaxInt = std::numeric_limits<int>::max();
+  static constexpr long long kMaxRanks = 1 << 20; // the most GPUs a cluster here has
+  static constexpr auto kMaxSize = static_cast<long long>(limits::kMaxBytes);
 
   std::optional<Comm> comm(const std::string& tok, const std::string& size_tok, int line, const std::string& field,
                            Role default_role)
   {
-    long long size = integer(size_tok, line, field + " size");
-    if (size < 0) fail(line, field + " size", fmt::format("size {} is negative", size), "give the size in bytes, >= 0");
+    const long long size = integer(size_tok, line, field + " size", 0, kMaxSize);
     if (tok == "NONE") return std::nullopt;
     std::string base = tok;
     Role role = default_role;
@@ -178,37 +186,39 @@ private:
     h_.policy = *policy;
     for (std::size_t i = 1; i < head.size(); ++i) {
       const std::string& k = head[i];
-      auto value = [&](const std::string& field) {
+      auto value = [&](const std::string& field, long long min, long long max) {
         if (i + 1 >= head.size()) fail(1, field, fmt::format("'{}' has no value", k), "write '" + k + " N'");
-        return integer(head[++i], 1, field);
+        return integer(head[++i], 1, field, min, max);
       };
+      // Group sizes and counts of ranks, as ints.
+      auto ranks = [&](const std::string& field) { return static_cast<int>(value(field, 1, kMaxRanks)); };
       auto set_list = [&](std::set<int>& out, const std::string& field) {
-        long long n = value(field);
+        const long long n = value(field, 0, kMaxInt);
         for (long long j = 0; j < n; ++j)
-          out.insert(static_cast<int>(value(field)));
+          out.insert(static_cast<int>(value(field, 0, kMaxInt)));
       };
       if (k == "model_parallel_NPU_group:")
-        h_.model_parallel = static_cast<int>(value("model_parallel_NPU_group"));
+        h_.model_parallel = ranks("model_parallel_NPU_group");
       else if (k == "ep:")
-        h_.ep = static_cast<int>(value("ep"));
+        h_.ep = ranks("ep");
       else if (k == "pp:")
-        h_.pp = static_cast<int>(value("pp"));
+        h_.pp = ranks("pp");
       else if (k == "vpp:")
-        h_.vpp = static_cast<int>(value("vpp"));
+        h_.vpp = static_cast<int>(value("vpp", 1, kMaxInt));
       else if (k == "ga:")
-        h_.ga = static_cast<int>(value("ga"));
+        h_.ga = static_cast<int>(value("ga", 1, kMaxInt));
       else if (k == "all_gpus:")
-        h_.all_gpus = static_cast<int>(value("all_gpus"));
+        h_.all_gpus = ranks("all_gpus");
       else if (k == "pp_comm" || k == "pp_comm:")
-        h_.pp_comm = value("pp_comm");
+        h_.pp_comm = value("pp_comm", 0, kMaxSize);
       else if (k == "checkpoints:")
         set_list(h_.checkpoints, "checkpoints");
       else if (k == "checkpoint_initiates:")
         set_list(h_.checkpoint_initiates, "checkpoint_initiates");
       else if (k == "DLRM_LAST_BOTTOM_LAYER:")
-        h_.last_bottom_layer = static_cast<int>(value("DLRM_LAST_BOTTOM_LAYER"));
+        h_.last_bottom_layer = static_cast<int>(value("DLRM_LAST_BOTTOM_LAYER", 0, kMaxInt));
       else if (i == 1 && h_.policy == Policy::Dlrm) // ASTRA-sim 1.0: "HYBRID_DLRM <last bottom layer>"
-        h_.last_bottom_layer = static_cast<int>(integer(k, 1, "DLRM last bottom layer"));
+        h_.last_bottom_layer = static_cast<int>(integer(k, 1, "DLRM last bottom layer", 0, kMaxInt));
       else
         fail(1, k, fmt::format("unknown header field '{}'", k),
              "use model_parallel_NPU_group:, ep:, pp:, vpp:, ga:, all_gpus:, pp_comm, checkpoints:, "
@@ -216,7 +226,7 @@ private:
     }
     if (lines.size() < 2 || tokens(lines[1]).empty())
       fail(2, "layers", "the second line must give the number of layers", "write the layer count on line 2");
-    long long n = integer(tokens(lines[1])[0], 2, "layers");
+    const long long n = integer(tokens(lines[1])[0], 2, "layers", 0, kMaxInt);
     const std::size_t want = h_.policy == Policy::HybridCustomized ? 13 : 12;
     std::size_t li = 2;
     for (long long k = 0; k < n; ++k) {
@@ -244,10 +254,9 @@ private:
         l.policy = *p;
       }
       integer(t[1], line, "reserved");
+      // Any count of ticks an int64 holds; the time it makes (ticks x tick) is checked against 1e6 s by validate().
       auto ticks = [&](const std::string& tok, const std::string& field) {
-        long long v = integer(tok, line, field);
-        if (v < 0) fail(line, field, fmt::format("time {} is negative", v), "give a time >= 0");
-        return static_cast<double>(v);
+        return static_cast<double>(integer(tok, line, field, 0, kMaxInt64));
       };
       l.fwd_ticks = ticks(t[2], "fwd compute time");
       l.ig_ticks = ticks(t[5], "ig compute time");

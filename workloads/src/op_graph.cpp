@@ -338,20 +338,34 @@ private:
 void check_graph(const RankGraph& g, int rank, Problems& p)
 {
   const auto n = static_cast<OpId>(g.size());
+  for (const auto& [what, t] : {std::pair{"measured span", g.measured_span()}, {"clock offset", g.clock_offset()}})
+    if (t && !(t->value() >= 0 && t->value() <= limits::kMaxSeconds))
+      p.add_global(g.source_file(), fmt::format("rank {}", rank),
+                   fmt::format("the trace's {} is {} s; it must be >= 0 and at most 1e6 s", what, t->value()),
+                   "give the trace as it was recorded");
   for (OpId i = 0; i < n && !p.full(); ++i) {
     const Op& op = g.op(i);
     for (OpId d : g.deps(i))
       if (d >= n)
         p.add(g, rank, i, fmt::format("depends on op id {} which does not exist (the program has {} ops)", d, n),
               "remove the dangling dependency or add the op it names");
-    if (op.bytes.value() < 0 || !std::isfinite(op.bytes.value()))
-      p.add(g, rank, i, fmt::format("size is {} bytes; sizes must be finite and >= 0", op.bytes.value()),
-            "give a non-negative size");
+    // The ranges of units.hpp (limits), whichever reader built the op: no size or time outside them reaches a model.
+    if (!(op.bytes.value() >= 0 && op.bytes.value() <= limits::kMaxBytes))
+      p.add(g, rank, i,
+            fmt::format("size is {} bytes; sizes must be finite, >= 0 and at most 2^53 B (8 PiB)", op.bytes.value()),
+            "give a non-negative size in bytes");
     if (op.flops < 0 || !std::isfinite(op.flops))
       p.add(g, rank, i, fmt::format("flops is {}; it must be finite and >= 0", op.flops), "give non-negative FLOPs");
-    if (auto d = g.measured_duration(i); d && d->value() < 0)
-      p.add(g, rank, i, fmt::format("measured duration is {} s; it must be >= 0", d->value()),
+    if (auto d = g.measured_duration(i); d && !(d->value() >= 0 && d->value() <= limits::kMaxSeconds))
+      p.add(g, rank, i, fmt::format("measured duration is {} s; it must be >= 0 and at most 1e6 s", d->value()),
             "give a non-negative duration");
+    if (auto t = g.measured_start(i); t && !(std::abs(t->value()) <= limits::kMaxSeconds))
+      p.add(g, rank, i,
+            fmt::format("measured start is {} s from the trace's origin; it must be within 1e6 s", t->value()),
+            "give the trace as it was recorded");
+    if (auto t = g.issue_time(i); t && !(std::abs(t->value()) <= limits::kMaxSeconds))
+      p.add(g, rank, i, fmt::format("issue time is {} s from the trace's origin; it must be within 1e6 s", t->value()),
+            "give the trace as it was recorded");
     if (auto gm = g.gemm(i)) {
       // A kernel model times a GEMM by its shape: the shape must be the op's work.
       if (op.kind != OpKind::Compute)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 namespace railyard::models::cc {
@@ -214,7 +215,7 @@ DcqcnParams parse_dcqcn(const YamlNode& node)
   time("increase_timer", p.increase_timer);
   bytes("byte_counter", p.byte_counter);
   if (auto n = node.get("fast_recovery_steps")) {
-    p.fast_recovery_steps = static_cast<int>(n->as_int());
+    p.fast_recovery_steps = static_cast<int>(n->as_int(0, std::numeric_limits<int>::max()));
     override_source("fast_recovery_steps");
   }
   rate("rate_ai", p.rate_ai);

@@ -85,7 +85,7 @@ PfcParams parse_pfc(const YamlNode& node, Bytes mtu)
     p.sources.emplace_back("response_time", "scenario");
   }
   if (auto n = node.get("priority"))
-    p.priority = static_cast<int>(n->as_int());
+    p.priority = static_cast<int>(n->as_int(0, 7, "802.1p priorities are 0..7; RoCE usually uses 3"));
   // Name the line of the field that broke a rule where the user wrote it.
   try {
     validate(p, mtu, node.where());

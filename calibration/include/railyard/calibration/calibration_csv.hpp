@@ -6,6 +6,7 @@
 
 #include "railyard/calibration/digest.hpp"
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,8 +39,11 @@ struct CalibrationCsv {
   [[nodiscard]] bool has_column(const std::string& name) const;
   /// Typed cells; InputError naming file, line and column when the cell is not what the column holds.
   [[nodiscard]] const std::string& text(const Row& r, const std::string& col) const;
-  [[nodiscard]] double number(const Row& r, const std::string& col) const;
-  [[nodiscard]] long long integer(const Row& r, const std::string& col) const;
+  [[nodiscard]] double number(const Row& r, const std::string& col) const; ///< finite
+  /// A whole number in [min, max] (default: any long long); out of range, the message names the range.
+  [[nodiscard]] long long integer(const Row& r, const std::string& col,
+                                  long long min = std::numeric_limits<long long>::min(),
+                                  long long max = std::numeric_limits<long long>::max()) const;
 };
 
 /// True when the leading comment lines of `text` carry "# railyard_calibration_csv: N".

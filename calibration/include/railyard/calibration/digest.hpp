@@ -17,7 +17,8 @@ struct InputFile {
   std::string sha256; ///< 64 hex digits
 };
 
-/// Reads a whole file. Throws InputError naming the path when it cannot be opened.
+/// Reads a whole file (common's read_input_file: not a folder, at most 64 MiB). Throws InputError naming the path
+/// when it cannot be opened or read.
 std::string read_text_file(const std::string& path);
 InputFile describe_input(const std::string& path, std::string_view contents);
 

@@ -48,6 +48,12 @@ struct NcclTestsRank {
   std::string gpu_model; ///< e.g. "NVIDIA H100 80GB HBM3", as cudaGetDeviceProperties names it
 };
 
+/// A data row left out: a size, time, bandwidth or #wrong that is NaN, inf or negative (a failed measurement).
+struct NcclTestsDroppedRow {
+  int line = 0;
+  std::string reason; ///< "out-of-place time is -3.1 us, negative"
+};
+
 struct NcclTestsLog {
   InputFile input;
   std::string program; ///< "all_reduce_perf" when the log or the file name says it
@@ -61,7 +67,8 @@ struct NcclTestsLog {
   std::vector<std::string> columns;          ///< column header names as printed
   int columns_line = 0;
   std::vector<NcclTestsRow> rows;
-  std::optional<double> avg_busbw_GBps; ///< footer
+  std::vector<NcclTestsDroppedRow> dropped; ///< rows left out of `rows`, in order; calibrate reports each
+  std::optional<double> avg_busbw_GBps;     ///< footer
   int footer_line = 0;
   std::optional<int> out_of_bounds; ///< footer "Out of bounds values : N"
   /// NCCL_ALGO / NCCL_PROTO as the log states them ("NCCL_ALGO=Ring", "NCCL_ALGO set by environment to Ring"),

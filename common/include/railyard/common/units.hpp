@@ -78,11 +78,33 @@ constexpr BytesPerSec GBps(double v) { return BytesPerSec(v * kGB); }
 constexpr BytesPerSec Gbps(double v) { return BytesPerSec(v * kGB / 8.0); }
 } // namespace units
 
+/// The range every value of a quantity must lie in before it reaches a model, wherever it was read (scenario,
+/// profile, trace, log). A field that needs a tighter range (a positive time step, an MTU) checks it on top.
+namespace limits {
+/// Sizes: 0 to 2^53 B (8 PiB). A double counts bytes exactly only up to 2^53, and sizes are later turned into whole
+/// element counts and chunk sizes: above it, two different sizes would become one, and 2^64 B wraps an integer.
+inline constexpr double kMaxBytes = 9007199254740992.0;
+/// Times: 0 to 1e6 s (11.6 days, far beyond any step or collective). Up to there a double keeps better than 1 ns
+/// of resolution (its spacing at 1e6 s is 1.2e-10 s), and the event calendar adds times to the clock: a 1e308 s
+/// latency would turn every later time into infinity.
+inline constexpr double kMaxSeconds = 1e6;
+/// Bandwidths: above 0 and at most 1e15 B/s (1 PB/s, 5,000 times a 1.6 Tb/s port). Zero would make a transfer
+/// take forever; a rate beyond this is a typo, not a link.
+inline constexpr double kMaxBytesPerSec = 1e15;
+} // namespace limits
+
 /// Parses "400 Gb/s", "50 GB/s", "450GBps", "1.5 us", "2 ms", "4 MiB", "1 GB", "128" (bytes only), into the
-/// quantity. Throws std::invalid_argument with the accepted spellings when the unit is missing or wrong.
+/// quantity. Throws std::invalid_argument with the accepted spellings when the unit is missing or wrong, and with
+/// the allowed range (limits above) when the number is not finite, hexadecimal, or outside that range.
 Bytes parse_bytes(const std::string& text);
 Seconds parse_seconds(const std::string& text);
 BytesPerSec parse_bandwidth(const std::string& text);
+
+/// A plain number as the quantity, when it is finite and in its range (limits above); else std::invalid_argument
+/// naming the value and the range. For numbers read without a unit string (profiles, traces, logs).
+Bytes checked_bytes(double v);
+Seconds checked_seconds(double v);
+BytesPerSec checked_bandwidth(double v);
 
 /// Human-readable forms used in reports: "50 GB/s", "1.5 us", "4 MiB".
 std::string format_bytes(Bytes b);
