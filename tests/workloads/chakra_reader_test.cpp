@@ -1,4 +1,4 @@
-// The Chakra reader on the real traces in shared/traces/chakra_et (provenance in its README.md). Expected counts
+// The Chakra reader on the real traces in tests/data/traces/chakra_et (provenance in its README.md). Expected counts
 // come from decoding the same files here with the generated protobuf classes, and from the README's description.
 #include "railyard/workloads/readers.hpp"
 
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kChakra = std::string(RAILYARD_SHARED_DIR) + "/traces/chakra_et";
+const std::string kChakra = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/chakra_et";
 
 std::string slurp(const std::string& path)
 {

@@ -1,5 +1,5 @@
-// The Kineto reader on the real traces in shared/traces/kineto (provenance in shared/traces/README.md). Expected
-// counts and sizes are computed here from the same JSON with nlohmann-json, independently of the reader.
+// The Kineto reader on the real traces in tests/data/traces/kineto (provenance in tests/data/traces/README.md).
+// Expected counts and sizes are computed here from the same JSON with nlohmann-json, independently of the reader.
 #include "railyard/workloads/readers.hpp"
 
 #include <archive.h>
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kKineto = std::string(RAILYARD_SHARED_DIR) + "/traces/kineto";
+const std::string kKineto = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/kineto";
 const std::string kDlrm = kKineto + "/param_dlrm_8rank_v100/dlrm_kineto.tar.gz";
 const std::string kNcclData = kKineto + "/hta/nccl_parser_config/nccl_data.json.gz";
 const std::string kControl = kKineto + "/hta/trace_diff_control/control.json.gz";

@@ -1,4 +1,4 @@
-// The ASTRA-sim 1.0 and SimAI/AICB readers on the real files in shared/traces/{astrasim1_text,simai}. Expected
+// The ASTRA-sim 1.0 and SimAI/AICB readers on the real files in tests/data/traces/{astrasim1_text,simai}. Expected
 // counts are computed here from the files' columns, with the training-loop rules of ASTRA-sim's Workload.cc written
 // out per policy (which phases issue which collective); group layouts from Megatron's rank order.
 #include "railyard/workloads/readers.hpp"
@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kAstra = std::string(RAILYARD_SHARED_DIR) + "/traces/astrasim1_text";
-const std::string kSimai = std::string(RAILYARD_SHARED_DIR) + "/traces/simai";
+const std::string kAstra = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/astrasim1_text";
+const std::string kSimai = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/simai";
 
 struct Row {
   std::string fwd, ig, wg, policy;
