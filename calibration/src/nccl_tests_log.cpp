@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -106,6 +108,12 @@ Layout layout_from(const std::vector<std::string>& columns)
   return l;
 }
 
+constexpr int kIntMax = std::numeric_limits<int>::max();
+constexpr long long kLongMax = std::numeric_limits<long long>::max();
+// nThread and nGpus count the GPUs of one nccl-tests process; their product (the rank count when a log has no Rank
+// lines) must fit an int.
+constexpr int kMaxHeaderGpus = 1 << 14;
+
 class Parser {
 public:
   Parser(std::string name, NcclTestsLog& log) : name_(std::move(name)), log_(log) {}
@@ -113,6 +121,23 @@ public:
   [[noreturn]] void fail(int line, const std::string& rule, const std::string& fix) const
   {
     throw InputError({name_, line, ""}, rule, fix);
+  }
+
+  // A decimal whole number of the log (size, count, rank, GPU count, NCCL's version code). One that does not fit is
+  // refused here with its line and field; std::stoll would throw std::out_of_range instead (exit 3).
+  long long whole_number(const std::string& digits, int line, std::string_view field, long long max) const
+  {
+    long long v = 0;
+    const char* end = digits.data() + digits.size();
+    const auto [stop, ec] = std::from_chars(digits.data(), end, v);
+    if (ec != std::errc() || stop != end || v < 0 || v > max)
+      fail(line, fmt::format("field '{}' is '{}', not a whole number from 0 to {}", field, digits, max),
+           "pass the unmodified output of an nccl-tests program");
+    return v;
+  }
+  int whole_int(const std::string& digits, int line, std::string_view field, int max) const
+  {
+    return static_cast<int>(whole_number(digits, line, field, max));
   }
 
   void scan_anywhere(const std::string& line, int lineno)
@@ -150,7 +175,7 @@ public:
       std::smatch m;
       if (std::regex_search(body, m, re)) {
         log_.nccl_tests_version = m[1];
-        log_.nccl_version = nccl_version_from_code(std::stol(m[2]));
+        log_.nccl_version = nccl_version_from_code(whole_int(m[2], lineno, "nccl-library", kIntMax));
         nccl_from_library_ = log_.nccl_version;
       }
       return;
@@ -165,8 +190,8 @@ public:
       static const std::regex re(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
       std::smatch m;
       if (std::regex_search(body, m, re)) {
-        log_.header_nthreads = std::stoi(m[1]);
-        log_.header_ngpus = std::stoi(m[2]);
+        log_.header_nthreads = whole_int(m[1], lineno, "nThread", kMaxHeaderGpus);
+        log_.header_ngpus = whole_int(m[2], lineno, "nGpus", kMaxHeaderGpus);
       }
       return;
     }
@@ -175,7 +200,8 @@ public:
           R"(^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+)$)");
       std::smatch m;
       if (std::regex_search(body, m, re)) {
-        log_.ranks.push_back({lineno, std::stoi(m[1]), m[2], std::stoi(m[3]), trim(m[4])});
+        log_.ranks.push_back({lineno, whole_int(m[1], lineno, "Rank", kIntMax), m[2],
+                               whole_int(m[3], lineno, "device", kIntMax), trim(m[4])});
         return;
       }
     }
@@ -202,7 +228,7 @@ public:
     if (starts_with(body, "Out of bounds values")) {
       const auto colon = body.find(':');
       const auto v = split_ws(body.substr(colon + 1));
-      if (!v.empty() && is_integer(v[0])) log_.out_of_bounds = std::stoi(v[0]);
+      if (!v.empty() && is_integer(v[0])) log_.out_of_bounds = whole_int(v[0], lineno, "Out of bounds values", kIntMax);
       footer_seen_line_ = lineno;
       return;
     }
@@ -262,8 +288,8 @@ public:
     }
     NcclTestsRow r;
     r.line = lineno;
-    r.size_bytes = std::stoll(toks[0]);
-    r.count = std::stoll(toks[1]);
+    r.size_bytes = whole_number(toks[0], lineno, "size", kLongMax);
+    r.count = whole_number(toks[1], lineno, "count", kLongMax);
     if (prefix_here > 2) r.type = toks[2];
     if (layout_.redop_index >= 0 && static_cast<size_t>(layout_.redop_index) < prefix_here)
       r.redop = toks[static_cast<size_t>(layout_.redop_index)];

@@ -450,3 +450,52 @@ TEST(NcclTestsLog, PerFunctionAlgorithmSyntaxIsResolvedForTheLogsCollective)
   }
   fs::remove_all(dir);
 }
+
+// Found by tests/fuzz (fuzz_nccl_tests_log, fuzz_calibrate): a size or count beyond the largest long long made
+// std::stoll throw std::out_of_range, which left the reader as exit 3. Each such field is now refused with its line.
+TEST(NcclTestsLog, WholeNumbersTooLargeForTheirFieldAreRefusedWithTheirLine)
+{
+  const auto path = data("nccl_tests_2.17_all_reduce_h200.log");
+  const std::vector<std::string> lines = lines_of(path);
+  // 2^63: one more than the largest long long, so it fits no size_bytes or count.
+  const std::string too_big = std::to_string(static_cast<unsigned long long>(1) << 63);
+  const int first_row = line_number_of(path, std::regex(R"(^\s*8\s+2\s)"));
+  const int header = line_number_of(path, std::regex(R"(nThread \d+ nGpus)"));
+  ASSERT_GT(first_row, 0);
+  ASSERT_GT(header, 0);
+  // (line, token index, new token, field the error must name); the line is rebuilt from its tokens.
+  struct Case {
+    int line;
+    size_t token;
+    std::string with;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {first_row, 0, too_big, "size"},
+      {first_row, 1, too_big, "count"},
+      {header, 2, "99999999999", "nThread"}, // "#", "nThread", N
+  };
+  for (const Case& c : cases) {
+    std::string text;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (static_cast<int>(i) + 1 != c.line) {
+        text += lines[i] + "\n";
+        continue;
+      }
+      std::vector<std::string> toks = tokens(lines[i]);
+      ASSERT_LT(c.token, toks.size());
+      toks[c.token] = c.with;
+      for (const auto& t : toks)
+        text += t + " ";
+      text += "\n";
+    }
+    try {
+      (void)rc::parse_nccl_tests_text(text, "big.log");
+      FAIL() << "expected an InputError for field " << c.field;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, "big.log");
+      EXPECT_EQ(e.where().line, c.line) << e.what();
+      EXPECT_NE(e.rule().find("field '" + c.field + "'"), std::string::npos) << e.what();
+    }
+  }
+}
