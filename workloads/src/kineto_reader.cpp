@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <regex>
 #include <set>
+#include <stdexcept>
 
 namespace railyard::workloads {
 
@@ -55,6 +57,30 @@ std::string guess_rank(const std::string& text)
   std::smatch m;
   if (std::regex_search(text, m, rank_re)) return m[1];
   return "unknown";
+}
+
+// A value of a trace the reader cannot use: nlohmann-json's type_error for a value of another JSON type than the format
+// has, or this for a number that cannot be the id, rank or count it stands for. Thrown where the value is read and
+// turned by KinetoReader::read_doc_checked into an InputError naming the file, the rank and the event.
+struct BadValue : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Ranks and world sizes beyond this are not a real job's; bounding them keeps the per-rank tables small.
+constexpr double kMaxRanks = 1 << 24;
+
+// An id (correlation, pid, tid, stream) as an integer: casting a non-finite double or one beyond 2^63 is undefined.
+long long whole_number(double v, const char* what)
+{
+  if (!(std::fabs(v) < 9.2e18)) throw BadValue(fmt::format("{} is {}, not a whole number", what, v));
+  return static_cast<long long>(v);
+}
+
+int rank_number(double v, const char* what, double min = 0)
+{
+  if (!(v >= min && v < kMaxRanks))
+    throw BadValue(fmt::format("{} is {}, outside {}..{}", what, v, min, static_cast<long long>(kMaxRanks) - 1));
+  return static_cast<int>(v);
 }
 
 double number(const json& v, double fallback = 0.0)
@@ -172,7 +198,7 @@ std::vector<int> parse_rank_list(const std::string& s)
   std::vector<int> out;
   static const std::regex num(R"(-?\d+)");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), num); it != std::sregex_iterator(); ++it)
-    out.push_back(std::stoi(it->str()));
+    out.push_back(rank_number(std::strtod(it->str().c_str(), nullptr), "a rank of args.Process Group Ranks"));
   return out;
 }
 
@@ -219,7 +245,7 @@ public:
   Workload read(std::vector<TraceDoc> docs)
   {
     for (auto& d : docs)
-      read_doc(d);
+      read_doc_checked(d);
     return assemble();
   }
 
@@ -246,6 +272,25 @@ private:
     return group_index_[key] = static_cast<int>(groups_.size() - 1);
   }
 
+  void read_doc_checked(TraceDoc& doc)
+  {
+    rank_ = static_cast<int>(traces_.size());
+    event_ = kNoEvent;
+    try {
+      read_doc(doc);
+    } catch (const json::exception& e) {
+      fail(doc.name, where(), fmt::format("a value of the wrong JSON type: {}", e.what()),
+           "give the trace as the profiler wrote it (Chrome trace JSON)");
+    } catch (const BadValue& e) {
+      fail(doc.name, where(), e.what(), "give the trace as the profiler wrote it (Chrome trace JSON)");
+    }
+  }
+
+  [[nodiscard]] std::string where() const
+  {
+    return event_ == kNoEvent ? fmt::format("rank {}", rank_) : fmt::format("rank {} event {}", rank_, event_);
+  }
+
   void read_doc(TraceDoc& doc)
   {
     json j;
@@ -254,6 +299,10 @@ private:
     } catch (const json::parse_error& e) {
       fail(doc.name, fmt::format("rank {} byte {}", guess_rank(doc.text), e.byte),
            fmt::format("malformed JSON: {}", e.what()), "give the trace as the profiler wrote it (Chrome trace JSON)");
+    } catch (const json::exception& e) {
+      // nlohmann-json reports a number too large for a double (1e400) as out_of_range, not as a parse_error.
+      fail(doc.name, fmt::format("rank {}", guess_rank(doc.text)), fmt::format("malformed JSON: {}", e.what()),
+           "give the trace as the profiler wrote it (Chrome trace JSON)");
     }
     doc.text.clear();
     doc.text.shrink_to_fit();
@@ -269,15 +318,16 @@ private:
     t.file = doc.name;
     t.rank = static_cast<int>(traces_.size());
     if (dist && dist->contains("rank"))
-      t.rank = static_cast<int>(number((*dist)["rank"], t.rank));
+      t.rank = rank_number(number((*dist)["rank"], t.rank), "distributedInfo.rank");
     else
       notes_.push_back(
           fmt::format("{}: no distributedInfo.rank; taken as rank {} from its position", doc.name, t.rank));
+    rank_ = t.rank;
     if (!events)
       fail(doc.name, fmt::format("rank {}", t.rank), "no traceEvents array",
            "give a PyTorch profiler trace (Chrome trace JSON with traceEvents)");
     if (dist && dist->contains("world_size")) {
-      int ws = static_cast<int>(number((*dist)["world_size"]));
+      int ws = rank_number(number((*dist)["world_size"]), "distributedInfo.world_size", 1);
       if (world_size_ && *world_size_ != ws)
         fail(doc.name, fmt::format("rank {}", t.rank),
              fmt::format("distributedInfo.world_size is {} but another trace says {}", ws, *world_size_),
@@ -294,7 +344,7 @@ private:
         g.desc = pg.value("pg_desc", "");
         if (pg.contains("ranks") && pg["ranks"].is_array())
           for (const auto& r : pg["ranks"])
-            g.ranks.push_back(r.get<int>());
+            g.ranks.push_back(rank_number(r.get<double>(), "a rank of distributedInfo.pg_config"));
         pg_config_[name] = g;
       }
 
@@ -304,13 +354,14 @@ private:
     const auto& ev = *events;
     for (std::size_t i = 0; i < ev.size(); ++i) {
       const json& e = ev[i];
+      event_ = i;
       if (!e.is_object()) continue;
       std::string cat = detail::lower(e.value("cat", ""));
       if (cat == "cuda_runtime" || cat == "cuda_driver") {
-        if (const json* c = arg(e, "correlation")) launch[static_cast<long long>(number(*c))] = i;
+        if (const json* c = arg(e, "correlation")) launch[whole_number(number(*c), "correlation")] = i;
       } else if ((cat == "cpu_op" || cat == "user_annotation") && e.value("ph", "") == "X") {
-        host_ops[{static_cast<long long>(number(e.value("pid", json(0)))),
-                  static_cast<long long>(number(e.value("tid", json(0))))}]
+        host_ops[{whole_number(number(e.value("pid", json(0))), "pid"),
+                  whole_number(number(e.value("tid", json(0))), "tid")}]
             .push_back(i);
       }
     }
@@ -318,6 +369,7 @@ private:
     bool first = true;
     for (std::size_t i = 0; i < ev.size(); ++i) {
       const json& e = ev[i];
+      event_ = i;
       if (!e.is_object() || e.value("ph", "") != "X") continue;
       std::string cat = detail::lower(e.value("cat", ""));
       if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset") continue;
@@ -330,14 +382,15 @@ private:
       p.ts_us = number(e["ts"]);
       p.dur_us = number(e.value("dur", json(0)));
       if (const json* c = arg(e, "correlation")) {
-        auto l = launch.find(static_cast<long long>(number(*c)));
+        auto l = launch.find(whole_number(number(*c), "correlation"));
         if (l != launch.end() && ev[l->second].contains("ts")) p.launch_us = number(ev[l->second]["ts"]);
       }
       if (p.dur_us < 0)
         fail(doc.name, fmt::format("rank {} event {}", t.rank, i), fmt::format("negative duration {} us", p.dur_us),
              "give the trace as the profiler wrote it");
       const json* s = arg(e, "stream");
-      p.stream_key = static_cast<std::uint64_t>(s ? number(*s) : number(e.value("tid", json(0))));
+      p.stream_key =
+          static_cast<std::uint64_t>(whole_number(s ? number(*s) : number(e.value("tid", json(0))), "stream"));
       t.stream_names.emplace(p.stream_key, fmt::format("stream {}", p.stream_key));
       if (cat == "gpu_memcpy") {
         const json* b = arg(e, "bytes");
@@ -372,12 +425,12 @@ private:
     bool have_meta = from_args(e, info);
     if (!have_meta) {
       const json* c = arg(e, "correlation");
-      auto l = c ? launch.find(static_cast<long long>(number(*c))) : launch.end();
+      auto l = c ? launch.find(whole_number(number(*c), "correlation")) : launch.end();
       if (l != launch.end()) {
         const json& le = ev[l->second];
         double at = number(le.value("ts", json(0)));
-        auto h = host_ops.find({static_cast<long long>(number(le.value("pid", json(0)))),
-                                static_cast<long long>(number(le.value("tid", json(0))))});
+        auto h = host_ops.find({whole_number(number(le.value("pid", json(0))), "pid"),
+                                whole_number(number(le.value("tid", json(0))), "tid")});
         if (h != host_ops.end()) {
           // Innermost first: the enclosing op that starts last.
           std::vector<std::size_t> enclosing;
@@ -597,7 +650,11 @@ private:
     return b.finish();
   }
 
+  static constexpr std::size_t kNoEvent = std::numeric_limits<std::size_t>::max();
+
   KinetoOptions options_;
+  int rank_ = 0;                // rank of the trace being read, for messages
+  std::size_t event_ = kNoEvent; // index of the event being read, for messages
   std::vector<RankTrace> traces_;
   std::optional<int> world_size_;
   std::map<std::string, GroupRef> pg_config_;
