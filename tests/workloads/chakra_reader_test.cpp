@@ -314,3 +314,23 @@ TEST(ChakraReader, UnknownProcessGroup)
     EXPECT_EQ(e.where().field, "rank 0 node 1");
   }
 }
+
+// comm_group.json with a number beyond a double (nlohmann-json throws out_of_range, not parse_error, so it escaped the
+// reader) or a member that wraps to a valid rank as an int (4294967297 = 2^32 + 1 was read as rank 1): both refused
+// naming comm_group.json.
+TEST(ChakraReader, CommGroupNumbersBeyondTheirTypeAreRefused)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  const std::string wraps = std::to_string((1LL << 32) + 1);
+  for (const std::string& members : {std::string("[0, 1e400]"), "[0, " + wraps + "]"}) {
+    TempTraceDir t("groups_beyond");
+    t.copy_set(dir, "trace", 8);
+    t.write("comm_group.json", R"({"0": )" + members + R"(, "1": [2, 3]})");
+    try {
+      read_chakra((t.dir / "trace").string());
+      FAIL() << members << ": expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, (t.dir / "comm_group.json").string()) << e.what();
+    }
+  }
+}

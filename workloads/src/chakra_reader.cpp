@@ -187,6 +187,10 @@ private:
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError({comm_group_file_, 0, fmt::format("byte {}", e.byte)}, "malformed JSON",
                        "comm_group.json maps group ids to rank lists: {\"0\": [0, 1], ...}");
+    } catch (const nlohmann::json::exception& e) {
+      // A number too large for a double (1e400) is reported as out_of_range, not as a parse_error.
+      throw InputError({comm_group_file_, 0, ""}, fmt::format("malformed JSON: {}", e.what()),
+                       "comm_group.json maps group ids to rank lists: {\"0\": [0, 1], ...}");
     }
     if (!j.is_object())
       throw InputError({comm_group_file_, 0, ""}, "expected a JSON object of group id -> rank list",
@@ -208,7 +212,9 @@ private:
       if (!members.is_array())
         throw InputError({comm_group_file_, 0, key}, "a group must list its member ranks", "write [0, 1, ...]");
       for (const auto& m : members) {
-        if (!m.is_number_integer() || m.get<int>() < 0 || m.get<int>() >= static_cast<int>(files_.size()))
+        // As a long long: get<int>() would wrap 4294967297 to rank 1.
+        if (!m.is_number_integer() || m.get<long long>() < 0 ||
+            m.get<long long>() >= static_cast<long long>(files_.size()))
           throw InputError({comm_group_file_, 0, key},
                            fmt::format("member {} is not a rank of this trace ({} ranks)", m.dump(), files_.size()),
                            "list ranks that have a trace file");
