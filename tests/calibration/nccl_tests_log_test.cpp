@@ -499,3 +499,22 @@ TEST(NcclTestsLog, WholeNumbersTooLargeForTheirFieldAreRefusedWithTheirLine)
     }
   }
 }
+
+// Found by tests/fuzz (fuzz_nccl_tests_log): a column header whose measurement groups are narrower than nccl-tests'
+// (time, algbw, busbw, #wrong) made the row reader index past the end of a data row (an AddressSanitizer report;
+// garbage or a crash without it). Such a header is now refused at its line.
+TEST(NcclTestsLog, ColumnHeaderWithoutWholeMeasurementGroupsIsRefused)
+{
+  const std::string text = "# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor)\n"
+                           "#  size count type redop root time algbw time algbw\n" // line 2: groups of 2 columns
+                           "      8     2 float sum   -1   10.0  0.00  10.0  0.00\n"
+                           "     16     4 float sum   -1   10.0  0.00  10.0  0.00\n"
+                           "# Avg bus bandwidth    : 0\n";
+  try {
+    (void)rc::parse_nccl_tests_text(text, "narrow.log");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 2) << e.what();
+    EXPECT_NE(e.rule().find("column header"), std::string::npos) << e.what();
+  }
+}
