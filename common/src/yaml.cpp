@@ -25,6 +25,16 @@ YamlNode load_with(const std::string& name, const std::function<YAML::Node()>& l
                      "fix the YAML syntax at that line (indentation, a missing ':' or an unclosed quote or bracket)");
   }
 }
+
+// yaml-cpp accepts a list, a map or nothing as a key ("? [a, b]: 1"); converting such a key to text throws
+// YAML::TypedBadConversion, which is no InputError.
+std::string key_text(const YAML::Node& key, const std::shared_ptr<const std::string>& file, const std::string& path)
+{
+  if (!key.IsScalar())
+    throw InputError({file ? *file : "", key.Mark().line >= 0 ? key.Mark().line + 1 : 0, path},
+                     "a key is a list, a map or empty, not a name", "write each key as a plain name: 'key: value'");
+  return key.as<std::string>();
+}
 } // namespace
 
 YamlNode YamlNode::load_file(const std::string& path)
@@ -83,7 +93,7 @@ std::vector<std::string> YamlNode::keys() const
   std::vector<std::string> out;
   if (node_.IsMap())
     for (const auto& kv : node_)
-      out.push_back(kv.first.as<std::string>());
+      out.push_back(key_text(kv.first, file_, path_));
   return out;
 }
 
@@ -186,7 +196,7 @@ void YamlNode::expect_keys(std::initializer_list<std::string_view> allowed) cons
     fail("expected a map of 'key: value' lines", "indent the fields of this section under it");
   std::vector<std::string> names(allowed.begin(), allowed.end());
   for (const auto& kv : node_) {
-    const auto key = kv.first.as<std::string>();
+    const auto key = key_text(kv.first, file_, path_);
     if (std::find(names.begin(), names.end(), key) != names.end())
       continue;
     const int line = kv.first.Mark().line >= 0 ? kv.first.Mark().line + 1 : 0;

@@ -117,3 +117,22 @@ TEST(InputErrors, MessageLeavesOutUnknownParts)
   EXPECT_EQ(format_input_error({"a.yaml", 0, ""}, "cannot open the file", ""), "a.yaml: cannot open the file");
   EXPECT_EQ(format_input_error({}, "bad", "fix it"), "bad. Fix: fix it");
 }
+
+// Found by tests/fuzz (fuzz_scenario): a key that is a map ("? {a: 1}") made yaml-cpp throw TypedBadConversion from
+// expect_keys (and keys()), which is no InputError (exit 3). Both refuse it at its line, naming the section.
+TEST(Yaml, KeyThatIsAMapOrListIsRefusedAtItsLine)
+{
+  const YamlNode root = YamlNode::load_string("cluster:\n"         // line 1
+                                              "  kind: fat_tree\n" // line 2
+                                              "  ? {a: 1}\n"       // line 3
+                                              "  : 2\n",
+                                              "keys.yaml");
+  const YamlNode cluster = root.at("cluster");
+  for (const InputError& e : {error_from([&] { cluster.expect_keys({"kind"}); }),
+                              error_from([&] { (void)cluster.keys(); })}) {
+    EXPECT_EQ(e.where().file, "keys.yaml");
+    EXPECT_EQ(e.where().line, 3) << e.what();
+    EXPECT_EQ(e.where().field, "cluster") << e.what();
+    EXPECT_NE(e.rule().find("not a name"), std::string::npos) << e.what();
+  }
+}
