@@ -249,6 +249,9 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& file)
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) // "? [a, b]: 1": as<std::string>() would throw YAML::TypedBadConversion
+        throw InputError({file, kv.first.Mark().line + 1, ""}, "a key is a list, a map or empty, not a name",
+                         "write each key as a plain name: 'key: value'");
       const std::string key = kv.first.as<std::string>();
       if (!seen.insert(key).second)
         throw InputError({file, kv.first.Mark().line + 1, key}, fmt::format("the key '{}' is given twice", key),

@@ -417,3 +417,11 @@ TEST(Profile, DuplicateEntriesAreRefused)
 )";
   expect_error_at(twice, line_of(twice, "- collective: all_reduce", 2), "second entry");
 }
+
+// Found by tests/fuzz (fuzz_profile): a key that is a list ("? [a, b]" then ": 1") made yaml-cpp throw
+// TypedBadConversion while the reader looked for keys given twice (exit 3). It is refused at its line.
+TEST(Profile, KeyThatIsAListIsRefusedAtItsLine)
+{
+  const std::string text = replaced(kMinimal, "    nodes: 1\n", "    nodes: 1\n    ? [a, b]\n    : 1\n");
+  expect_error_at(text, line_of(text, "? [a, b]"), "not a name");
+}
