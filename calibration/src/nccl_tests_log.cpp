@@ -207,7 +207,7 @@ public:
       std::smatch m;
       if (std::regex_search(body, m, re)) {
         log_.ranks.push_back({lineno, whole_int(m[1], lineno, "Rank", kIntMax), m[2],
-                               whole_int(m[3], lineno, "device", kIntMax), trim(m[4])});
+                              whole_int(m[3], lineno, "device", kIntMax), trim(m[4])});
         return;
       }
     }

@@ -128,8 +128,8 @@ TEST(Yaml, KeyThatIsAMapOrListIsRefusedAtItsLine)
                                               "  : 2\n",
                                               "keys.yaml");
   const YamlNode cluster = root.at("cluster");
-  for (const InputError& e : {error_from([&] { cluster.expect_keys({"kind"}); }),
-                              error_from([&] { (void)cluster.keys(); })}) {
+  for (const InputError& e :
+       {error_from([&] { cluster.expect_keys({"kind"}); }), error_from([&] { (void)cluster.keys(); })}) {
     EXPECT_EQ(e.where().file, "keys.yaml");
     EXPECT_EQ(e.where().line, 3) << e.what();
     EXPECT_EQ(e.where().field, "cluster") << e.what();

@@ -13,8 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text = railyard::fuzz::as_text(data, size);
   auto& dir = railyard::fuzz::scratch();
   dir.clear();
-  const std::string path =
-      dir.write(cal::is_calibration_csv(text) ? "nccl_sweep.csv" : "all_reduce_perf.log", text);
+  const std::string path = dir.write(cal::is_calibration_csv(text) ? "nccl_sweep.csv" : "all_reduce_perf.log", text);
   std::optional<cal::CalibrationResult> result;
   railyard::fuzz::expect_only_input_errors([&] { result = cal::calibrate({path}, cal::CalibrateOptions{}); });
   if (!result) return 0;

@@ -9,7 +9,10 @@
 
 namespace {
 
-bool is_tar(const std::string& bytes) { return bytes.size() >= 262 && bytes.compare(257, 5, "ustar") == 0; }
+bool is_tar(const std::string& bytes)
+{
+  return bytes.size() >= 262 && bytes.compare(257, 5, "ustar") == 0;
+}
 
 // The first bytes of a gzip stream, decompressed, to tell a .tar.gz from a .json.gz.
 std::string gunzip_head(const std::string& bytes)

@@ -305,8 +305,8 @@ TEST(KinetoReader, ValuesOfTheWrongTypeOrRangeAreRefusedWithTheirEvent)
   TempDir t("bad_values");
   {
     // 1e400 does not fit a double: nlohmann-json throws out_of_range (406) rather than a parse_error.
-    const std::string path = t.write(
-        "huge.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1e400, "dur": 1}]})");
+    const std::string path =
+        t.write("huge.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1e400, "dur": 1}]})");
     try {
       read_kineto({path});
       FAIL() << "expected an InputError";

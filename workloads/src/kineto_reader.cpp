@@ -653,7 +653,7 @@ private:
   static constexpr std::size_t kNoEvent = std::numeric_limits<std::size_t>::max();
 
   KinetoOptions options_;
-  int rank_ = 0;                // rank of the trace being read, for messages
+  int rank_ = 0;                 // rank of the trace being read, for messages
   std::size_t event_ = kNoEvent; // index of the event being read, for messages
   std::vector<RankTrace> traces_;
   std::optional<int> world_size_;
