@@ -518,3 +518,21 @@ TEST(NcclTestsLog, ColumnHeaderWithoutWholeMeasurementGroupsIsRefused)
     EXPECT_NE(e.rule().find("column header"), std::string::npos) << e.what();
   }
 }
+
+// Found by tests/fuzz (fuzz_nccl_tests_log, fuzz_calibrate): a line of only a vertical tab or a form feed survived
+// trim() but split into no tokens, and the reader looked at the first token of none (undefined behaviour). Such a
+// line is blank: the log reads as without it.
+TEST(NcclTestsLog, LineOfOtherWhitespaceIsBlank)
+{
+  const auto path = data("nccl_tests_2.17_all_reduce_h200.log");
+  std::string with_blanks;
+  for (const auto& l : lines_of(path))
+    with_blanks += l + "\n\v\n\f\n";
+  const rc::NcclTestsLog plain = rc::parse_nccl_tests_log(path);
+  const rc::NcclTestsLog blanks = rc::parse_nccl_tests_text(with_blanks, "blanks.log");
+  ASSERT_EQ(blanks.rows.size(), plain.rows.size());
+  for (size_t i = 0; i < plain.rows.size(); ++i) {
+    EXPECT_EQ(blanks.rows[i].size_bytes, plain.rows[i].size_bytes);
+    EXPECT_EQ(blanks.rows[i].line, 3 * plain.rows[i].line - 2); // two blank lines after every original line
+  }
+}
