@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -332,5 +333,22 @@ TEST(ChakraReader, CommGroupNumbersBeyondTheirTypeAreRefused)
     } catch (const InputError& e) {
       EXPECT_EQ(e.where().file, (t.dir / "comm_group.json").string()) << e.what();
     }
+  }
+}
+
+// A prefix the system cannot look up (a name longer than NAME_MAX) made std::filesystem::is_regular_file throw
+// filesystem_error, and a file numbered beyond an int made std::stoi throw out_of_range: both left the reader as
+// something other than an InputError (exit 3). Found while fixing the same lookup in the scenario (fuzz_scenario).
+TEST(ChakraReader, PrefixTooLongOrRankBeyondAnIntIsRefused)
+{
+  TempTraceDir t("prefix_paths");
+  EXPECT_THROW(read_chakra((t.dir / std::string(NAME_MAX + 1, 'a')).string()), InputError);
+  t.copy_set(kChakra + "/astrasim_microbench_all_reduce_8npus_1MB", "all_reduce", 1);
+  t.write("all_reduce.99999999999.et", "");
+  try {
+    read_chakra((t.dir / "all_reduce").string());
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, (t.dir / "all_reduce.99999999999.et").string()) << e.what();
   }
 }

@@ -42,12 +42,12 @@ std::vector<RankFile> find_rank_files(const std::string& prefix_in)
   std::string prefix = prefix_in;
   static const std::regex rank_suffix(R"(^(.*)\.(\d+)\.et$)");
   std::smatch m;
-  if (fs::is_regular_file(prefix) && std::regex_match(prefix, m, rank_suffix)) prefix = m[1];
+  std::error_code ec; // a name the system cannot look up (too long) is not a file; found stays empty below
+  if (fs::is_regular_file(prefix, ec) && std::regex_match(prefix, m, rank_suffix)) prefix = m[1];
   fs::path p(prefix);
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::string base = p.filename().string();
   std::map<int, std::string> found;
-  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     if (name.size() <= base.size() + 4 || name.compare(0, base.size() + 1, base + ".") != 0 ||
@@ -56,6 +56,9 @@ std::vector<RankFile> find_rank_files(const std::string& prefix_in)
     std::string digits = name.substr(base.size() + 1, name.size() - base.size() - 4);
     if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
       continue;
+    if (digits.size() > 9) // std::stoi would throw out_of_range beyond an int
+      throw InputError({entry.path().string(), 0, ""}, fmt::format("rank number {} is too large", digits),
+                       "number the files by rank, from 0");
     found[std::stoi(digits)] = entry.path().string();
   }
   if (ec || found.empty())
@@ -510,7 +513,8 @@ Workload read_chakra(const std::string& prefix, const ChakraOptions& options)
   std::string groups = options.comm_group_file;
   if (groups.empty()) {
     fs::path candidate = fs::path(files.front().path).parent_path() / "comm_group.json";
-    if (fs::is_regular_file(candidate)) groups = candidate.string();
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec)) groups = candidate.string();
   }
   return ChakraReader(std::move(files), std::move(groups)).read();
 }
