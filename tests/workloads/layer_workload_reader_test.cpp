@@ -395,3 +395,23 @@ TEST(AicbPhysicalReader, EveryCsvLoadsWithItsRowsAsCollectives)
   }
   EXPECT_EQ(files, 2);
 }
+
+// Found by tests/fuzz (fuzz_aicb_physical): a rank beyond an int in the "[rank0 ~ rankN]" line made std::stoi throw
+// out_of_range (exit 3). That, a reversed range (a negative world) and a range of more than 2^20 ranks are refused at
+// line 1, field "ranks".
+TEST(AicbPhysicalReader, RankRangesNoJobHasAreRefusedAtLineOne)
+{
+  const std::string real = slurp(kSimai + "/aicb_physical_model_workload/L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1.csv");
+  const std::string rest = real.substr(real.find('\n'));
+  for (const char* range : {"[rank0 ~ rank99999999999]", "[rank127 ~ rank0]", "[rank0 ~ rank1048576]"}) {
+    TempFile f("railyard_aicb_ranks.csv", std::string(range) + rest);
+    try {
+      read_aicb_physical_workload(f.path.string());
+      ADD_FAILURE() << range << ": expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, f.path.string()) << range;
+      EXPECT_EQ(e.where().line, 1) << range << ": " << e.what();
+      EXPECT_EQ(e.where().field, "ranks") << range << ": " << e.what();
+    }
+  }
+}

@@ -16,6 +16,9 @@ namespace railyard::workloads {
 
 namespace {
 
+// The largest rank range read from a file's first line: beyond any job, and the per-rank tables stay small.
+constexpr int kMaxRanks = 1 << 20;
+
 std::vector<std::string> split_csv(const std::string& line)
 {
   std::vector<std::string> out;
@@ -50,7 +53,14 @@ public:
     if (lines.empty() || !std::regex_match(lines[0], m, ranks_re))
       fail(1, "ranks", "the first line must be the rank range, as AICB writes it: [rank0 ~ rankN]",
            "give an AICB physical workload CSV");
-    world_ = options_.world_size > 0 ? options_.world_size : std::stoi(m[2]) - std::stoi(m[1]) + 1;
+    // Through integer(): std::stoi threw out_of_range for a rank beyond an int, and a reversed range gave a negative
+    // world.
+    const int first = integer(m[1], 1, "ranks"), last = integer(m[2], 1, "ranks");
+    if (last < first || last - first >= kMaxRanks)
+      fail(1, "ranks",
+           fmt::format("the rank range rank{} ~ rank{} does not hold 1 to {} ranks", first, last, kMaxRanks),
+           "write the first and the last rank of the job: [rank0 ~ rankN]");
+    world_ = options_.world_size > 0 ? options_.world_size : last - first + 1;
     if (lines.size() < 2) fail(2, "header", "the second line must name the columns", "keep AICB's header line");
     auto header = split_csv(lines[1]);
     auto col = [&](const char* name) {
