@@ -90,7 +90,7 @@ fuzz() {
     else
       echo "railyard fuzz: fuzz_$name: FINDING (exit $rc) after ${execs:-?} executions, ${rate:-?} exec/s;" \
         "log $out/log, input in $out/findings/" >&2
-      grep -E "FINDING|ERROR: |runtime error|SUMMARY" "$out/log" | head -5 >&2 || true
+      grep -a -E "FINDING|ERROR: |runtime error|SUMMARY" "$out/log" | head -5 >&2 || true
       failed+=("$name")
     fi
   done < <(grep -v '^#' "$ROOT/tests/fuzz/targets.txt" | grep .)
