@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -94,6 +95,9 @@ struct Layout {
   size_t groups = 0;      // 2: out-of-place and in-place
   size_t trailing = 0;    // a timestamp prints as two tokens (date and time)
   int redop_index = -1;
+  // size and count first, then groups of equal width of at least time, algbw, busbw and #wrong (or error), then an
+  // optional timestamp: what row() reads a data row by.
+  bool regular = false;
 };
 
 Layout layout_from(const std::vector<std::string>& columns)
@@ -111,8 +115,17 @@ Layout layout_from(const std::vector<std::string>& columns)
   l.trailing = timestamp ? 2 : 0;
   const size_t end = columns.size() - (timestamp ? 1 : 0);
   l.group_width = time_at.size() > 1 ? time_at[1] - time_at[0] : end - time_at[0];
+  l.regular = l.prefix >= 2 && l.group_width >= 4 && l.prefix + l.groups * l.group_width == end;
+  for (size_t k = 1; k < time_at.size(); ++k)
+    l.regular = l.regular && time_at[k] == l.prefix + k * l.group_width;
   return l;
 }
+
+constexpr int kIntMax = std::numeric_limits<int>::max();
+constexpr long long kLongMax = std::numeric_limits<long long>::max();
+// nThread and nGpus count the GPUs of one nccl-tests process; their product (the rank count when a log has no Rank
+// lines) must fit an int.
+constexpr int kMaxHeaderGpus = 1 << 14;
 
 class Parser {
 public:
@@ -212,6 +225,7 @@ public:
     }
     if (body.find("out-of-place") != std::string::npos) return;
     const auto toks = split_ws(body);
+    if (toks.empty()) return; // only whitespace that trim() keeps (a vertical tab, a form feed)
     if (toks.size() >= 4 && toks[0] == "size" && toks[1] == "count") {
       if (!log_.rows.empty())
         fail(lineno,
@@ -225,6 +239,11 @@ public:
       layout_ = layout_from(toks);
       if (layout_.groups == 0)
         fail(lineno, "the column header has no 'time' column", "pass the unmodified output of an nccl-tests program");
+      if (!layout_.regular)
+        fail(lineno,
+             "the column header is not nccl-tests' layout: size, count, ..., then groups of equal width each with "
+             "time, algbw, busbw and #wrong (or error), then an optional timestamp",
+             "pass the unmodified output of an nccl-tests program");
       for (const auto& c : toks)
         if (c == "#wrong" || c == "error") log_.wrong_column = c;
       return;

@@ -166,6 +166,16 @@ YamlNode load_checked(const std::string& text, const std::string& name)
   return YamlNode(docs.front(), std::make_shared<const std::string>(name), "");
 }
 
+
+// load_checked refuses keys that are lists, maps or empty; a YamlNode built another way may still hold one, and
+// converting it to text would throw YAML::TypedBadConversion, which is no InputError.
+std::string key_text(const YAML::Node& key, const std::shared_ptr<const std::string>& file, const std::string& path)
+{
+  if (!key.IsScalar())
+    throw InputError({file ? *file : "", key.Mark().line >= 0 ? key.Mark().line + 1 : 0, path},
+                     "a key is a list, a map or empty, not a name", "write each key as a plain name: 'key: value'");
+  return key.as<std::string>();
+}
 } // namespace
 
 YamlNode YamlNode::load_file(const std::string& path)
@@ -224,7 +234,7 @@ std::vector<std::string> YamlNode::keys() const
   std::vector<std::string> out;
   if (node_.IsMap())
     for (const auto& kv : node_)
-      out.push_back(kv.first.as<std::string>());
+      out.push_back(key_text(kv.first, file_, path_));
   return out;
 }
 
@@ -330,7 +340,7 @@ void YamlNode::expect_keys(std::initializer_list<std::string_view> allowed) cons
     fail("expected a map of 'key: value' lines", "indent the fields of this section under it");
   std::vector<std::string> names(allowed.begin(), allowed.end());
   for (const auto& kv : node_) {
-    const auto key = kv.first.as<std::string>();
+    const auto key = key_text(kv.first, file_, path_);
     if (std::find(names.begin(), names.end(), key) != names.end())
       continue;
     const int line = kv.first.Mark().line >= 0 ? kv.first.Mark().line + 1 : 0;

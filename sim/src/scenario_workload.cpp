@@ -10,17 +10,34 @@ namespace railyard::sim {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// fs::exists(p) throws filesystem_error when the system cannot look the name up at all (a name too long, a loop of
+// links); that is the user's path, refused here with the system's reason.
+bool path_exists(const YamlNode& where, const fs::path& p)
+{
+  std::error_code ec;
+  const bool found = fs::exists(p, ec);
+  if (ec)
+    where.fail(fmt::format("'{}' cannot be looked up: {}", p.string(), ec.message()),
+               "give the path of an existing file");
+  return found;
+}
+
+} // namespace
+
 std::string resolve_scenario_path(const YamlNode& where, const std::string& path, const std::string& scenario_file)
 {
   if (path.empty()) where.fail("the path is empty", "give a file name");
   const fs::path p(path);
   if (p.is_absolute()) {
-    if (!fs::exists(p)) where.fail(fmt::format("'{}' does not exist", path), "give the path of an existing file");
+    if (!path_exists(where, p))
+      where.fail(fmt::format("'{}' does not exist", path), "give the path of an existing file");
     return path;
   }
   const fs::path beside = fs::path(scenario_file).parent_path() / p;
-  if (!scenario_file.empty() && fs::exists(beside)) return beside.lexically_normal().string();
-  if (fs::exists(p)) return path;
+  if (!scenario_file.empty() && path_exists(where, beside)) return beside.lexically_normal().string();
+  if (path_exists(where, p)) return path;
   where.fail(fmt::format("'{}' exists neither beside the scenario ({}) nor in the working directory", path,
                          beside.lexically_normal().string()),
              "give a path relative to the scenario file, or an absolute one");
@@ -142,8 +159,8 @@ void parse_trace(const YamlNode& node, const std::string& scenario_file, Workloa
   } else {
     // A Chakra prefix names no file itself: resolve its folder.
     const std::string p = path.as_string();
-    if (w.trace_format == "chakra" && !std::filesystem::exists(fs::path(scenario_file).parent_path() / p) &&
-        !std::filesystem::exists(p)) {
+    if (w.trace_format == "chakra" && !path_exists(path, fs::path(scenario_file).parent_path() / p) &&
+        !path_exists(path, p)) {
       const fs::path rel(p);
       const std::string folder =
           resolve_scenario_path(path, rel.parent_path().empty() ? "." : rel.parent_path().string(), scenario_file);

@@ -450,3 +450,89 @@ TEST(NcclTestsLog, PerFunctionAlgorithmSyntaxIsResolvedForTheLogsCollective)
   }
   fs::remove_all(dir);
 }
+
+// Found by tests/fuzz (fuzz_nccl_tests_log, fuzz_calibrate): a size or count beyond the largest long long made
+// std::stoll throw std::out_of_range, which left the reader as exit 3. Each such field is now refused with its line.
+TEST(NcclTestsLog, WholeNumbersTooLargeForTheirFieldAreRefusedWithTheirLine)
+{
+  const auto path = data("nccl_tests_2.17_all_reduce_h200.log");
+  const std::vector<std::string> lines = lines_of(path);
+  // 2^63: one more than the largest long long, so it fits no size_bytes or count.
+  const std::string too_big = std::to_string(static_cast<unsigned long long>(1) << 63);
+  const int first_row = line_number_of(path, std::regex(R"(^\s*8\s+2\s)"));
+  const int header = line_number_of(path, std::regex(R"(nThread \d+ nGpus)"));
+  ASSERT_GT(first_row, 0);
+  ASSERT_GT(header, 0);
+  // (line, token index, new token, field the error must name); the line is rebuilt from its tokens.
+  struct Case {
+    int line;
+    size_t token;
+    std::string with;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {first_row, 0, too_big, "size"},
+      {first_row, 1, too_big, "count"},
+      {header, 2, "99999999999", "nThread"}, // "#", "nThread", N
+  };
+  for (const Case& c : cases) {
+    std::string text;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (static_cast<int>(i) + 1 != c.line) {
+        text += lines[i] + "\n";
+        continue;
+      }
+      std::vector<std::string> toks = tokens(lines[i]);
+      ASSERT_LT(c.token, toks.size());
+      toks[c.token] = c.with;
+      for (const auto& t : toks)
+        text += t + " ";
+      text += "\n";
+    }
+    try {
+      (void)rc::parse_nccl_tests_text(text, "big.log");
+      FAIL() << "expected an InputError for field " << c.field;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, "big.log");
+      EXPECT_EQ(e.where().line, c.line) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << e.what(); // the field, by its name
+    }
+  }
+}
+
+// Found by tests/fuzz (fuzz_nccl_tests_log): a column header whose measurement groups are narrower than nccl-tests'
+// (time, algbw, busbw, #wrong) made the row reader index past the end of a data row (an AddressSanitizer report;
+// garbage or a crash without it). Such a header is now refused at its line.
+TEST(NcclTestsLog, ColumnHeaderWithoutWholeMeasurementGroupsIsRefused)
+{
+  const std::string text = "# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor)\n"
+                           "#  size count type redop root time algbw time algbw\n" // line 2: groups of 2 columns
+                           "      8     2 float sum   -1   10.0  0.00  10.0  0.00\n"
+                           "     16     4 float sum   -1   10.0  0.00  10.0  0.00\n"
+                           "# Avg bus bandwidth    : 0\n";
+  try {
+    (void)rc::parse_nccl_tests_text(text, "narrow.log");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 2) << e.what();
+    EXPECT_NE(e.rule().find("column header"), std::string::npos) << e.what();
+  }
+}
+
+// Found by tests/fuzz (fuzz_nccl_tests_log, fuzz_calibrate): a line of only a vertical tab or a form feed survived
+// trim() but split into no tokens, and the reader looked at the first token of none (undefined behaviour). Such a
+// line is blank: the log reads as without it.
+TEST(NcclTestsLog, LineOfOtherWhitespaceIsBlank)
+{
+  const auto path = data("nccl_tests_2.17_all_reduce_h200.log");
+  std::string with_blanks;
+  for (const auto& l : lines_of(path))
+    with_blanks += l + "\n\v\n\f\n";
+  const rc::NcclTestsLog plain = rc::parse_nccl_tests_log(path);
+  const rc::NcclTestsLog blanks = rc::parse_nccl_tests_text(with_blanks, "blanks.log");
+  ASSERT_EQ(blanks.rows.size(), plain.rows.size());
+  for (size_t i = 0; i < plain.rows.size(); ++i) {
+    EXPECT_EQ(blanks.rows[i].size_bytes, plain.rows[i].size_bytes);
+    EXPECT_EQ(blanks.rows[i].line, 3 * plain.rows[i].line - 2); // two blank lines after every original line
+  }
+}

@@ -439,3 +439,11 @@ TEST(Profile, NumbersOutsideTheirQuantitysRangeAreRefusedAtTheirLine)
                                         "    source: NVIDIA/nccl-tests issue 212\n    measured_bytes: [8, 1e20]\n");
   expect_error_at(measured, line_of(measured, "measured_bytes"), "2^53 B");
 }
+
+// Found by tests/fuzz (fuzz_profile): a key that is a list ("? [a, b]" then ": 1") made yaml-cpp throw
+// TypedBadConversion while the reader looked for keys given twice (exit 3). It is refused at its line.
+TEST(Profile, KeyThatIsAListIsRefusedAtItsLine)
+{
+  const std::string text = replaced(kMinimal, "    nodes: 1\n", "    nodes: 1\n    ? [a, b]\n    : 1\n");
+  expect_error_at(text, line_of(text, "? [a, b]"), "a key is a list");
+}

@@ -27,7 +27,7 @@ using namespace railyard::test;
 
 namespace {
 
-const std::string kTraces = std::string(RAILYARD_SHARED_DIR) + "/traces";
+const std::string kTraces = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces";
 const std::string kProfile = std::string(RAILYARD_SOURCE_DIR) + "/calibration/profiles/dgx_h100_ib_ndr.yaml";
 
 // A DGX H100-like cluster of `gpus` GPUs: one NVSwitch node, or 8-GPU nodes on a rail-optimized fabric.
@@ -51,7 +51,7 @@ struct Source {
 };
 
 // One small case per workload source: a generated Megatron step and one real trace of every kind
-// (../shared/traces/README.md has their provenance).
+// (tests/data/traces/README.md has their provenance).
 const std::map<std::string, Source>& sources()
 {
   static const std::map<std::string, Source> s{

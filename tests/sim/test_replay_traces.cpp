@@ -1,4 +1,4 @@
-// Replaying the real one-node traces in ../shared/traces against their own measured spans (derived here from the
+// Replaying the real one-node traces in tests/data/traces against their own measured spans (derived here from the
 // trace JSON, independently of the reader), and bad input through the real binary: exit code 2 naming file, rank
 // and node.
 #include "railyard/common/child_process.hpp"
@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTraces = std::string(RAILYARD_SHARED_DIR) + "/traces";
+const std::string kTraces = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces";
 
 std::string gunzip(const std::string& path)
 {

@@ -1,4 +1,4 @@
-// The Chakra reader on the real traces in shared/traces/chakra_et (provenance in its README.md). Expected counts
+// The Chakra reader on the real traces in tests/data/traces/chakra_et (provenance in its README.md). Expected counts
 // come from decoding the same files here with the generated protobuf classes, and from the README's description.
 #include "railyard/workloads/readers.hpp"
 
@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kChakra = std::string(RAILYARD_SHARED_DIR) + "/traces/chakra_et";
+const std::string kChakra = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/chakra_et";
 
 std::string slurp(const std::string& path)
 {
@@ -413,5 +414,42 @@ TEST(ChakraNumbers, ARankNumberBeyondAnIntInAFileNameIsRefused)
   } catch (const InputError& e) {
     EXPECT_TRUE(has(e.rule(), "the rank in the file name")) << e.what();
     EXPECT_TRUE(has(e.where().file, "t.99999999999.et")) << e.what();
+  }
+}
+
+// comm_group.json with a number beyond a double (nlohmann-json throws out_of_range, not parse_error, so it escaped the
+// reader) or a member that wraps to a valid rank as an int (4294967297 = 2^32 + 1 was read as rank 1): both refused
+// naming comm_group.json.
+TEST(ChakraReader, CommGroupNumbersBeyondTheirTypeAreRefused)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  const std::string wraps = std::to_string((1LL << 32) + 1);
+  for (const std::string& members : {std::string("[0, 1e400]"), "[0, " + wraps + "]"}) {
+    TempTraceDir t("groups_beyond");
+    t.copy_set(dir, "trace", 8);
+    t.write("comm_group.json", R"({"0": )" + members + R"(, "1": [2, 3]})");
+    try {
+      read_chakra((t.dir / "trace").string());
+      FAIL() << members << ": expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, (t.dir / "comm_group.json").string()) << e.what();
+    }
+  }
+}
+
+// A prefix the system cannot look up (a name longer than NAME_MAX) made std::filesystem::is_regular_file throw
+// filesystem_error, and a file numbered beyond an int made std::stoi throw out_of_range: both left the reader as
+// something other than an InputError (exit 3). Found while fixing the same lookup in the scenario (fuzz_scenario).
+TEST(ChakraReader, PrefixTooLongOrRankBeyondAnIntIsRefused)
+{
+  TempTraceDir t("prefix_paths");
+  EXPECT_THROW(read_chakra((t.dir / std::string(NAME_MAX + 1, 'a')).string()), InputError);
+  t.copy_set(kChakra + "/astrasim_microbench_all_reduce_8npus_1MB", "all_reduce", 1);
+  t.write("all_reduce.99999999999.et", "");
+  try {
+    read_chakra((t.dir / "all_reduce").string());
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, (t.dir / "all_reduce.99999999999.et").string()) << e.what();
   }
 }

@@ -1,5 +1,5 @@
-// The Kineto reader on the real traces in shared/traces/kineto (provenance in shared/traces/README.md). Expected
-// counts and sizes are computed here from the same JSON with nlohmann-json, independently of the reader.
+// The Kineto reader on the real traces in tests/data/traces/kineto (provenance in tests/data/traces/README.md).
+// Expected counts and sizes are computed here from the same JSON with nlohmann-json, independently of the reader.
 #include "railyard/workloads/readers.hpp"
 
 #include <archive.h>
@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 using namespace railyard;
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kKineto = std::string(RAILYARD_SHARED_DIR) + "/traces/kineto";
+const std::string kKineto = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/kineto";
 const std::string kDlrm = kKineto + "/param_dlrm_8rank_v100/dlrm_kineto.tar.gz";
 const std::string kNcclData = kKineto + "/hta/nccl_parser_config/nccl_data.json.gz";
 const std::string kControl = kKineto + "/hta/trace_diff_control/control.json.gz";
@@ -293,5 +294,67 @@ TEST(KinetoReader, RanksDisagreeOnACollective)
     EXPECT_TRUE(has(msg, "ranks disagree on a collective")) << msg;
     EXPECT_TRUE(has(msg, "worker3.json")) << msg;
     EXPECT_TRUE(has(e.where().field, "rank 3 event ")) << e.where().field;
+  }
+}
+
+// Found by tests/fuzz (fuzz_kineto): a number beyond a double, a value of another JSON type than the format has, an
+// id or rank no integer can hold each escaped the reader as an nlohmann-json exception or undefined behaviour (exit 3
+// or worse). Each is now refused naming the file (one rank's) and the event or field it sits in.
+TEST(KinetoReader, ValuesOfTheWrongTypeOrRangeAreRefusedWithTheirEvent)
+{
+  TempDir t("bad_values");
+  {
+    // 1e400 does not fit a double: nlohmann-json throws out_of_range (406) rather than a parse_error.
+    const std::string path =
+        t.write("huge.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1e400, "dur": 1}]})");
+    try {
+      read_kineto({path});
+      FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, path);
+      EXPECT_TRUE(has(e.what(), "beyond the range of a double")) << e.what();
+    }
+  }
+  const json trace = json::parse(gunzip(kNcclData)); // distributedInfo.rank 0
+  const json& ev = trace["traceEvents"];
+  auto first = [&](const std::string& cat, const char* arg_key) -> std::size_t {
+    for (std::size_t i = 0; i < ev.size(); ++i)
+      if (ev[i].value("cat", "") == cat && (!arg_key || (ev[i].contains("args") && ev[i]["args"].contains(arg_key))))
+        return i;
+    ADD_FAILURE() << "no " << cat << " event in " << kNcclData;
+    return 0;
+  };
+  struct Case {
+    std::string name;
+    std::function<void(json&)> change;
+    std::string field; // where the error must point
+    std::string rule;  // a part of the rule it must state
+  };
+  const std::size_t kernel = first("kernel", nullptr);
+  const std::size_t launch = first("cuda_runtime", "correlation");
+  const std::vector<Case> cases = {
+      {"cat_is_a_number", [&](json& j) { j["traceEvents"][kernel]["cat"] = 5; },
+       "event " + std::to_string(kernel), "type must be string"},
+      {"correlation_1e300", [&](json& j) { j["traceEvents"][launch]["args"]["correlation"] = 1e300; },
+       "rank 0 event " + std::to_string(launch), "correlation is 1e+300"},
+      {"rank_1e300", [](json& j) { j["distributedInfo"]["rank"] = 1e300; }, "distributedInfo.rank",
+       "not a whole number from 0 to"},
+      {"rank_negative", [](json& j) { j["distributedInfo"]["rank"] = -1; }, "distributedInfo.rank",
+       "not a whole number from 0 to"},
+      {"world_size_1e300", [](json& j) { j["distributedInfo"]["world_size"] = 1e300; }, "distributedInfo.world_size",
+       "not a whole number from 1 to"},
+  };
+  for (const Case& c : cases) {
+    json changed = trace;
+    c.change(changed);
+    const std::string path = t.write(c.name + ".json", changed.dump());
+    try {
+      read_kineto({path});
+      ADD_FAILURE() << c.name << ": expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, path) << c.name;
+      EXPECT_EQ(e.where().field, c.field) << c.name << ": " << e.what();
+      EXPECT_TRUE(has(e.rule(), c.rule)) << c.name << ": " << e.what();
+    }
   }
 }

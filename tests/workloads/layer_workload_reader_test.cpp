@@ -1,4 +1,4 @@
-// The ASTRA-sim 1.0 and SimAI/AICB readers on the real files in shared/traces/{astrasim1_text,simai}. Expected
+// The ASTRA-sim 1.0 and SimAI/AICB readers on the real files in tests/data/traces/{astrasim1_text,simai}. Expected
 // counts are computed here from the files' columns, with the training-loop rules of ASTRA-sim's Workload.cc written
 // out per policy (which phases issue which collective); group layouts from Megatron's rank order.
 #include "railyard/workloads/readers.hpp"
@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kAstra = std::string(RAILYARD_SHARED_DIR) + "/traces/astrasim1_text";
-const std::string kSimai = std::string(RAILYARD_SHARED_DIR) + "/traces/simai";
+const std::string kAstra = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/astrasim1_text";
+const std::string kSimai = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/simai";
 
 struct Row {
   std::string fwd, ig, wg, policy;
@@ -431,4 +431,24 @@ TEST(AicbPhysicalReader, CrLfAndQuotedFieldsReadAsThePlainFile)
               a.communicators[a.communicator_of(3, ga.op(i))].ranks);
   }
   fs::remove_all(dir);
+}
+
+// Found by tests/fuzz (fuzz_aicb_physical): a rank beyond an int in the "[rank0 ~ rankN]" line made std::stoi throw
+// out_of_range (exit 3). That, a reversed range (a negative world) and a range of more than 2^20 ranks are refused at
+// line 1, field "ranks".
+TEST(AicbPhysicalReader, RankRangesNoJobHasAreRefusedAtLineOne)
+{
+  const std::string real = slurp(kSimai + "/aicb_physical_model_workload/L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1.csv");
+  const std::string rest = real.substr(real.find('\n'));
+  for (const char* range : {"[rank0 ~ rank99999999999]", "[rank127 ~ rank0]", "[rank0 ~ rank1048576]"}) {
+    TempFile f("railyard_aicb_ranks.csv", std::string(range) + rest);
+    try {
+      read_aicb_physical_workload(f.path.string());
+      ADD_FAILURE() << range << ": expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, f.path.string()) << range;
+      EXPECT_EQ(e.where().line, 1) << range << ": " << e.what();
+      EXPECT_EQ(e.where().field, "ranks") << range << ": " << e.what();
+    }
+  }
 }

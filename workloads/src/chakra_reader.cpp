@@ -48,12 +48,12 @@ std::vector<RankFile> find_rank_files(const std::string& prefix_in)
   std::string prefix = prefix_in;
   static const std::regex rank_suffix(R"(^(.*)\.(\d+)\.et$)");
   std::smatch m;
-  if (fs::is_regular_file(prefix) && std::regex_match(prefix, m, rank_suffix)) prefix = m[1];
+  std::error_code ec; // a name the system cannot look up (too long) is not a file; found stays empty below
+  if (fs::is_regular_file(prefix, ec) && std::regex_match(prefix, m, rank_suffix)) prefix = m[1];
   fs::path p(prefix);
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::string base = p.filename().string();
   std::map<int, std::string> found;
-  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     if (name.size() <= base.size() + 4 || name.compare(0, base.size() + 1, base + ".") != 0 ||
@@ -228,7 +228,7 @@ private:
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError({comm_group_file_, 0, fmt::format("byte {}", e.byte)}, "malformed JSON",
                        "comm_group.json maps group ids to rank lists: {\"0\": [0, 1], ...}");
-    } catch (const nlohmann::json::out_of_range& e) { // a number beyond a double, such as 1e999
+    } catch (const nlohmann::json::exception& e) { // out_of_range: a number beyond a double, such as 1e999
       throw InputError({comm_group_file_, 0, ""}, fmt::format("malformed JSON: {}", e.what()),
                        "comm_group.json maps group ids to rank lists: {\"0\": [0, 1], ...}");
     }
@@ -564,7 +564,8 @@ Workload read_chakra(const std::string& prefix, const ChakraOptions& options)
   std::string groups = options.comm_group_file;
   if (groups.empty()) {
     fs::path candidate = fs::path(files.front().path).parent_path() / "comm_group.json";
-    if (fs::is_regular_file(candidate)) groups = candidate.string();
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec)) groups = candidate.string();
   }
   return ChakraReader(std::move(files), std::move(groups)).read();
 }
