@@ -104,7 +104,6 @@ fuzz() {
 case "${1:-}" in
   example)
     build
-    rm -rf "$ROOT/out/default"
     "$BUILD/cli/railyard" run "$ROOT/examples/default.yaml" --out "$ROOT/out/default"
     ;;
   test)

@@ -5,11 +5,14 @@
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <utility>
 
@@ -138,12 +141,73 @@ void check_keys(const YAML::Node& n, const std::string& path, const std::string&
   }
 }
 
+// Where each document of a text starts and where its first value is, from yaml-cpp's event parser.
+struct DocumentMarks : YAML::EventHandler {
+  YAML::Mark start;
+  std::optional<YAML::Mark> first_value;
+  void value(const YAML::Mark& m)
+  {
+    if (!first_value) first_value = m;
+  }
+  void OnDocumentStart(const YAML::Mark& m) override { start = m; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { value(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { value(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { value(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override
+  {
+    value(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override
+  {
+    value(m);
+  }
+  void OnMapEnd() override {}
+};
+
+// The documents of a text, up to three (a second is refused anyway; the third tells a second document from a stuck
+// parser). YAML::LoadAll is not used: on a ',' outside
+// brackets yaml-cpp 0.7's parser returns an empty document without consuming the ',', so LoadAll loops forever
+// (found by tests/fuzz: a file holding only ',' hung `railyard run`). A document that starts where the previous one
+// started is that case, refused at its line.
+std::vector<DocumentMarks> document_marks(const std::string& text, const std::string& name)
+{
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  std::vector<DocumentMarks> docs;
+  while (docs.size() < 3) {
+    DocumentMarks doc;
+    if (!parser.HandleNextDocument(doc)) break;
+    if (!docs.empty() && doc.start.pos <= docs.back().start.pos) {
+      const auto at = static_cast<std::size_t>(std::max(doc.start.pos, 0));
+      const std::string what = at < text.size() ? fmt::format("'{}'", text[at]) : std::string("the text");
+      throw InputError({name, doc.start.line + 1, ""},
+                       fmt::format("malformed YAML: {} at column {} cannot begin a value", what, doc.start.column + 1),
+                       "remove it, or quote the value it belongs to; a ',' separates items only inside [ ] or { }");
+    }
+    docs.push_back(doc);
+  }
+  return docs;
+}
+
 YamlNode load_checked(const std::string& text, const std::string& name)
 {
   check_text(text, name);
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
+    const std::vector<DocumentMarks> docs = document_marks(text, name);
+    // At the line where the text ends, which is where the missing document would have to begin.
+    if (docs.empty())
+      throw InputError({name, line_column(text, text.size()).first, ""},
+                       "the file holds no YAML document: it is empty or holds only comments",
+                       "write its content as 'key: value' lines");
+    if (docs.size() > 1)
+      throw InputError({name, document_start_line(text, docs[1].first_value.value_or(docs[1].start).line), ""},
+                       "a second YAML document starts here ('---'); a file holds one document, and the YAML reader "
+                       "would read the first and silently ignore the rest",
+                       "remove the '---' line and what follows it, or put the second document in a file of its own");
+    root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     throw InputError({name, e.mark.line + 1, ""}, "lists or maps nested deeper than the YAML reader allows",
                      "flatten the nesting; no Railyard input nests more than a few levels");
@@ -151,21 +215,10 @@ YamlNode load_checked(const std::string& text, const std::string& name)
     throw InputError({name, e.mark.line + 1, ""}, fmt::format("malformed YAML ({})", e.msg),
                      "fix the YAML syntax at that line (indentation, a missing ':' or an unclosed quote or bracket)");
   }
-  // At the line where the text ends, which is where the missing document would have to begin.
-  if (docs.empty())
-    throw InputError({name, line_column(text, text.size()).first, ""},
-                     "the file holds no YAML document: it is empty or holds only comments",
-                     "write its content as 'key: value' lines");
-  if (docs.size() > 1)
-    throw InputError({name, document_start_line(text, docs[1].Mark().line), ""},
-                     "a second YAML document starts here ('---'); a file holds one document, and the YAML reader "
-                     "would read the first and silently ignore the rest",
-                     "remove the '---' line and what follows it, or put the second document in a file of its own");
   std::size_t budget = 4 * text.size() + 4096;
-  check_keys(docs.front(), "", name, budget);
-  return YamlNode(docs.front(), std::make_shared<const std::string>(name), "");
+  check_keys(root, "", name, budget);
+  return YamlNode(root, std::make_shared<const std::string>(name), "");
 }
-
 
 // load_checked refuses keys that are lists, maps or empty; a YamlNode built another way may still hold one, and
 // converting it to text would throw YAML::TypedBadConversion, which is no InputError.
@@ -194,7 +247,10 @@ InputLocation YamlNode::where() const
   return {file_ ? *file_ : std::string(), line, path_};
 }
 
-void YamlNode::fail(const std::string& rule, const std::string& fix) const { throw InputError(where(), rule, fix); }
+void YamlNode::fail(const std::string& rule, const std::string& fix) const
+{
+  throw InputError(where(), rule, fix);
+}
 
 bool YamlNode::has(std::string_view key) const
 {
@@ -206,22 +262,19 @@ YamlNode YamlNode::at(std::string_view key) const
   if (!node_.IsMap())
     fail("expected a map with the key '" + std::string(key) + "'", "write it as 'key: value' lines under this field");
   const std::string k(key);
-  if (!has(key))
-    fail(fmt::format("missing required field '{}'", k), fmt::format("add '{}:' here", k));
+  if (!has(key)) fail(fmt::format("missing required field '{}'", k), fmt::format("add '{}:' here", k));
   return YamlNode(node_[k], file_, path_.empty() ? k : path_ + "." + k);
 }
 
 std::optional<YamlNode> YamlNode::get(std::string_view key) const
 {
-  if (!has(key))
-    return std::nullopt;
+  if (!has(key)) return std::nullopt;
   return at(key);
 }
 
 std::vector<YamlNode> YamlNode::items() const
 {
-  if (!node_.IsSequence())
-    fail("expected a list", "write the entries as '- item' lines");
+  if (!node_.IsSequence()) fail("expected a list", "write the entries as '- item' lines");
   std::vector<YamlNode> out;
   out.reserve(node_.size());
   for (size_t i = 0; i < node_.size(); ++i)
@@ -240,8 +293,7 @@ std::vector<std::string> YamlNode::keys() const
 
 std::string YamlNode::as_string() const
 {
-  if (!node_.IsScalar())
-    fail("expected a single value", "write a scalar such as 'name: value'");
+  if (!node_.IsScalar()) fail("expected a single value", "write a scalar such as 'name: value'");
   return node_.Scalar();
 }
 
@@ -279,10 +331,8 @@ double YamlNode::as_double() const
 bool YamlNode::as_bool() const
 {
   const std::string s = as_string();
-  if (s == "true" || s == "yes" || s == "on")
-    return true;
-  if (s == "false" || s == "no" || s == "off")
-    return false;
+  if (s == "true" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "no" || s == "off") return false;
   fail(fmt::format("'{}' is not a boolean", s), "write true or false");
 }
 
@@ -336,13 +386,11 @@ bool YamlNode::bool_or(std::string_view key, bool fallback) const
 
 void YamlNode::expect_keys(std::initializer_list<std::string_view> allowed) const
 {
-  if (!node_.IsMap())
-    fail("expected a map of 'key: value' lines", "indent the fields of this section under it");
+  if (!node_.IsMap()) fail("expected a map of 'key: value' lines", "indent the fields of this section under it");
   std::vector<std::string> names(allowed.begin(), allowed.end());
   for (const auto& kv : node_) {
     const auto key = key_text(kv.first, file_, path_);
-    if (std::find(names.begin(), names.end(), key) != names.end())
-      continue;
+    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
     const int line = kv.first.Mark().line >= 0 ? kv.first.Mark().line + 1 : 0;
     const std::string near = closest_spelling(key, names);
     std::string list;

@@ -198,6 +198,12 @@ struct Base {
   int mutants;
 };
 
+// How gtest and ctest name a case: the example and its count, not the struct's bytes.
+[[maybe_unused]] void PrintTo(const Base& b, std::ostream* os)
+{
+  *os << b.example << " x" << b.mutants;
+}
+
 // Every example, with mutants in proportion to how fast it runs (the 1,024-GPU training steps take seconds each).
 const std::vector<Base> kBases = {
     {"default", 30},
@@ -254,7 +260,9 @@ TEST_P(Mutants, EndCleanlyOrAreRefusedWithFileAndLocation)
       ASSERT_TRUE(fs::exists(out / "summary.json")) << id;
       const auto j = nlohmann::json::parse(read_file(out / "summary.json"), nullptr, false);
       EXPECT_FALSE(j.is_discarded()) << id << "summary.json does not parse";
-      if (!j.is_discarded()) EXPECT_EQ(j.value("status", ""), "complete") << id;
+      if (!j.is_discarded()) {
+        EXPECT_EQ(j.value("status", ""), "complete") << id;
+      }
     } else if (o.exit_code == 2) {
       ++refused;
       // "railyard: error: FILE:LINE: ..." or "FILE: field 'F': ...": the mutant's file and where in it.

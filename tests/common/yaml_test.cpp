@@ -181,6 +181,17 @@ TEST(YamlReader, InvalidUtf8AndControlCharactersAreRefusedWithLineAndColumn)
             "caf\xc3\xa9 \xf0\x9f\x9a\x82");
 }
 
+// Found by tests/fuzz (fuzz_profile, fuzz_scenario): yaml-cpp 0.7's YAML::LoadAll loops forever on a ',' outside
+// brackets (its parser returns an empty document without consuming it), so a file holding ',' hung the reader.
+TEST(YamlReader, CommaOutsideBracketsIsRefusedNotLoopedOn)
+{
+  for (const std::string& text : {std::string(","), std::string("# a comment\n,\n"), std::string("[a, b]\n,\n")}) {
+    const InputError e = load_error(text);
+    EXPECT_EQ(e.where().line, text == "," ? 1 : 2) << e.what();
+    EXPECT_NE(std::string(e.what()).find("malformed YAML"), std::string::npos) << e.what();
+  }
+}
+
 TEST(YamlReader, EmptyFilesAndAliasBombsAreRefused)
 {
   EXPECT_NE(load_error("").rule().find("no YAML document"), std::string::npos);
