@@ -24,6 +24,7 @@
 #include "railyard/common/child_process.hpp"
 #include "railyard/models/host_issue.hpp"
 #include "railyard/models/nccl_tuning.hpp"
+#include "railyard/scenario/lowering.hpp"
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 
@@ -39,6 +40,8 @@
 #include <span>
 #include <stdexcept>
 #include <vector>
+
+namespace scn = railyard::scenario;
 
 using namespace railyard;
 
@@ -131,7 +134,7 @@ struct Outcome {
 
 Outcome simulate(const Case& c, const models::HostIssueCost* host)
 {
-  sim::Scenario sc;
+  scn::Scenario sc;
   sc.name = c.name;
   sc.cluster.kind = topo::ClusterKind::SingleNode;
   sc.cluster.nodes = 1;
@@ -142,7 +145,7 @@ Outcome simulate(const Case& c, const models::HostIssueCost* host)
     sc.nccl.algo = c.algo;
     sc.nccl.overrides = models::NcclOverrides::parse(c.algo, std::nullopt, InputLocation{"bench", 0, "algo"});
   }
-  sim::CollectiveSpec spec;
+  scn::CollectiveSpec spec;
   spec.call.kind = c.kind;
   spec.call.bytes = Bytes(c.bytes);
   spec.call.ranks.resize(static_cast<std::size_t>(c.ranks));
@@ -152,7 +155,7 @@ Outcome simulate(const Case& c, const models::HostIssueCost* host)
   models::CollectiveCall chosen;
   const auto r = run_in_child([&] {
     const topo::Topology t = topo::build_topology(sc.cluster);
-    const auto lowered = sim::lower_spec(sc.collectives[0], t, sc);
+    const auto lowered = scn::lower_spec(sc.collectives[0], t, sc);
     sim::Simulation s(t, sc.sim);
     const auto timings = sim::run_schedules(s, {lowered.schedule});
     return std::vector<double>{timings[0].duration().value(), double(static_cast<int>(*lowered.call.algorithm)),

@@ -10,7 +10,7 @@
 // Usage: bench_training_step [--flows]   (--flows adds the 64-GPU step with every transfer on the network, with 8
 //                                          micro-batches, on the fluid and the SimGrid backends; the latter ~2 min)
 #include "railyard/common/child_process.hpp"
-#include "railyard/sim/run_workload.hpp"
+#include "railyard/scenario/run_workload.hpp"
 
 #include <fmt/format.h>
 
@@ -19,6 +19,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+namespace scn = railyard::scenario;
 
 using namespace railyard;
 
@@ -83,17 +85,17 @@ workload:
 
 struct Row {
   std::string name;
-  std::function<sim::Scenario()> scenario;
+  std::function<scn::Scenario()> scenario;
 };
 
-sim::Scenario from_text(const std::string& text, const std::string& name)
+scn::Scenario from_text(const std::string& text, const std::string& name)
 {
-  return sim::parse_scenario(YamlNode::load_string(text, name));
+  return scn::parse_scenario(YamlNode::load_string(text, name));
 }
 
-sim::Scenario from_file(const std::string& path)
+scn::Scenario from_file(const std::string& path)
 {
-  sim::Scenario s = sim::load_scenario(path);
+  scn::Scenario s = scn::load_scenario(path);
   s.workload->replay.trace_ranks = std::vector<int>{};
   return s;
 }
@@ -123,8 +125,8 @@ int main(int argc, char** argv)
   double base_wall = 0, base_rss = 0;
   for (const Row& row : rows) {
     const ChildResult r = run_in_child([&] {
-      const sim::Scenario sc = row.scenario();
-      const sim::WorkloadRunResult w = sim::run_workload(sc);
+      const scn::Scenario sc = row.scenario();
+      const scn::WorkloadRunResult w = scn::run_workload(sc);
       return std::vector<double>{static_cast<double>(w.workload.world_size()),
                                  static_cast<double>(w.replay.ops_executed), w.replay.step_time.value()};
     });

@@ -4,7 +4,7 @@
 #include "railyard/common/error.hpp"
 #include "railyard/common/numbers.hpp"
 #include "railyard/common/units.hpp"
-#include "railyard/sim/nccl_tests.hpp"
+#include "railyard/scenario/nccl_tests.hpp"
 
 #include <fmt/format.h>
 
@@ -13,6 +13,8 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+
+namespace scn = railyard::scenario;
 
 namespace railyard::cli {
 
@@ -72,7 +74,7 @@ std::int64_t parse_step_factor(const std::string& text)
 std::vector<int> parse_rank_list(const std::string& text, int gpus)
 {
   const YamlNode node = YamlNode::load_string(text, "--ranks");
-  return sim::parse_ranks(node, gpus);
+  return scn::parse_ranks(node, gpus);
 }
 
 } // namespace
@@ -126,8 +128,8 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
       ->capture_default_str();
   cmd->callback([o, action] {
     *action = [o] {
-      sim::Scenario scenario = sim::load_scenario_cluster(o->scenario);
-      sim::NcclTestsOptions opts;
+      scn::Scenario scenario = scn::load_scenario_cluster(o->scenario);
+      scn::NcclTestsOptions opts;
       const auto kind = models::collective_from_string(o->op);
       if (!kind)
         throw InputError(InputLocation{"railyard nccl-tests", 0, "--op"}, fmt::format("unknown collective '{}'", o->op),
@@ -166,8 +168,8 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
           scenario.nccl.overrides.protocols = parsed.protocols;
         }
       }
-      const sim::NcclTestsRun run = sim::simulate_nccl_tests(scenario, opts);
-      sim::print_nccl_tests(std::cout, run, scenario.name);
+      const scn::NcclTestsRun run = scn::simulate_nccl_tests(scenario, opts);
+      scn::print_nccl_tests(std::cout, run, scenario.name);
       return 0;
     };
   });

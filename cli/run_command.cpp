@@ -4,8 +4,8 @@
 #include "railyard/common/numbers.hpp"
 #include "railyard/common/output_dir.hpp"
 #include "railyard/common/units.hpp"
-#include "railyard/sim/run.hpp"
-#include "railyard/sim/run_workload.hpp"
+#include "railyard/scenario/run.hpp"
+#include "railyard/scenario/run_workload.hpp"
 
 #include <fmt/format.h>
 
@@ -15,6 +15,8 @@
 #include <iostream>
 #include <memory>
 #include <stdexcept>
+
+namespace scn = railyard::scenario;
 
 namespace railyard::cli {
 
@@ -31,9 +33,10 @@ void add_run_command(CLI::App& app, Action* action)
     std::string max_transfers = "0"; // parsed by us, as the seed is
   };
   auto opts = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("run", "Simulate a scenario: a cluster with collectives (writes summary.json and "
-                                            "collectives.csv: time, algbw, busbw per collective) or with a workload "
-                                            "(writes summary.json: step time, breakdown, MFU; breakdown.csv; trace.json)");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Simulate a scenario: a cluster with collectives (writes summary.json and "
+                                "collectives.csv: time, algbw, busbw per collective) or with a workload "
+                                "(writes summary.json: step time, breakdown, MFU; breakdown.csv; trace.json)");
   cmd->add_option("scenario", opts->scenario, "scenario YAML file")->required();
   cmd->add_option("--out,-o", opts->out,
                   "output folder (default: out/<scenario name>); written as <DIR>.partial and renamed at the end. An "
@@ -67,7 +70,7 @@ void add_run_command(CLI::App& app, Action* action)
       std::optional<std::uint64_t> seed;
       if (opts->seed) seed = uint64_option(*opts->seed, "--seed");
       const std::uint64_t max_transfers = uint64_option(opts->max_transfers, "--max-transfers");
-      sim::Scenario scenario = sim::load_scenario(opts->scenario);
+      scn::Scenario scenario = scn::load_scenario(opts->scenario);
       if (seed) scenario.sim.seed = *seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
       sim::RunLimits limits;
@@ -94,9 +97,9 @@ void add_run_command(CLI::App& app, Action* action)
             std::chrono::milliseconds(static_cast<long>(opts->progress_interval_s * 1000)));
       }
       if (scenario.workload) {
-        const sim::WorkloadRunResult w = sim::run_workload(scenario, limits);
+        const scn::WorkloadRunResult w = scn::run_workload(scenario, limits);
         if (reporter) reporter->finish();
-        sim::write_workload_outputs(w, folder);
+        scn::write_workload_outputs(w, folder);
         const auto& r = w.replay;
         const double step = r.step_time.value();
         std::cout << fmt::format("workload: {} ({} ranks, {} programs)\n", w.workload.source, w.workload.world_size(),
@@ -113,17 +116,16 @@ void add_run_command(CLI::App& app, Action* action)
         std::cout << "wrote " << out << "/summary.json, breakdown.csv and trace.json\n";
         return 0;
       }
-      const sim::RunResult result = sim::run_scenario(scenario, limits);
+      const scn::RunResult result = scn::run_scenario(scenario, limits);
       if (reporter) reporter->finish();
-      sim::write_outputs(result, folder);
+      scn::write_outputs(result, folder);
       std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14} {:>12} {:>12}\n", "op", "ranks", "algorithm",
                                "protocol", "ch", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
       for (const auto& c : result.collectives)
-        std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14.3f} {:>12.2f} {:>12.2f}\n",
-                                 models::to_string(c.call.kind), c.call.ranks.size(),
-                                 models::to_string(*c.call.algorithm), models::to_string(*c.call.protocol),
-                                 *c.call.channels, c.time().value() * 1e6, c.algbw().value() / 1e9,
-                                 c.busbw().value() / 1e9);
+        std::cout << fmt::format(
+            "{:>16} {:>8} {:>10} {:>8} {:>4} {:>14.3f} {:>12.2f} {:>12.2f}\n", models::to_string(c.call.kind),
+            c.call.ranks.size(), models::to_string(*c.call.algorithm), models::to_string(*c.call.protocol),
+            *c.call.channels, c.time().value() * 1e6, c.algbw().value() / 1e9, c.busbw().value() / 1e9);
       std::cout << "wrote " << out << "/summary.json and " << out << "/collectives.csv\n";
       return 0;
     };

@@ -24,6 +24,9 @@ collect() {
     name=$(basename "$f" .yaml)
     "$build/cli/railyard" run "$f" --out "$out/examples/$name" 2>&1 | sed "s|$out|OUT|g" >"$out/examples/$name.stdout"
   done
+  # The outputs name the scenario and profile files by absolute path: the checkout's root is written as SOURCE, so
+  # two checkouts compare.
+  grep -rlF --exclude=.railyard-output "$ROOT" "$out" | while read -r f; do sed -i "s|$ROOT|SOURCE|g" "$f"; done
   # Wall time, CPU time, RSS and ratios are machine-dependent: keep only lines without them.
   local drop='wall|cpu|CPU|RSS|rss|MiB|speed|x faster|ms/|s/flow|elapsed'
   # The benchmarks find the profiles relative to their own folder, as ctest and bench/README run them.

@@ -60,6 +60,8 @@ int pow2_up(int v)
   return p;
 }
 
+} // namespace
+
 // NCCL's p2p channels (ncclTopoComputeP2pChannels: the communicator's channels rounded up to a power of two), of
 // which each peer takes two (NCCL_NCHANNELS_PER_NET_PEER's default; an assumption for NVLink peers), so this many
 // rounds run at once.
@@ -76,8 +78,6 @@ int p2p_lanes(const std::vector<int>& ranks, const topo::Topology& topology, con
   }
   return std::max(1, pow2_up(std::max(1, comm)) / 2);
 }
-
-} // namespace
 
 models::Schedule lower_checked(models::LoweringInput in, const InputLocation& where, std::size_t max_steps)
 {
@@ -287,56 +287,14 @@ HopLatencies hop_latencies(const topo::Topology& topology)
   return h;
 }
 
-LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario,
-                       std::size_t max_steps)
+std::function<models::Schedule(const models::CollectiveCall&, const InputLocation&)>
+nccl_lowering(const topo::Topology& topology, NcclSettings settings, Seconds step_overhead, std::size_t max_steps)
 {
-  LoweredSpec out;
-  if (!spec.is_group()) {
-    out.call = resolve_call(spec.call, topology, scenario.nccl, spec.where);
-    out.schedule =
-        lower_checked(lowering_input(out.call, topology, scenario.nccl, scenario.step_overhead), spec.where, max_steps);
-    return out;
-  }
-  std::vector<models::Schedule> members;
-  out.call = spec.call;
-  for (std::size_t i = 0; i < spec.group.size(); ++i) {
-    const InputLocation& w = i < spec.group_where.size() ? spec.group_where[i] : spec.where;
-    const auto call = resolve_call(spec.group[i], topology, scenario.nccl, w);
-    if (i == 0) {
-      out.call.algorithm = call.algorithm;
-      out.call.protocol = call.protocol;
-    }
-    members.push_back(
-        lower_checked(lowering_input(call, topology, scenario.nccl, scenario.step_overhead), w, max_steps));
-  }
-  if (!spec.sends.empty()) {
-    double largest = 0;
-    std::vector<int> gpus;
-    for (const auto& t : spec.sends) {
-      largest = std::max(largest, t.bytes.value());
-      gpus.push_back(t.src);
-      gpus.push_back(t.dst);
-    }
-    std::sort(gpus.begin(), gpus.end());
-    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
-    models::CollectiveCall p2p;
-    p2p.kind = models::CollectiveKind::SendRecv;
-    p2p.ranks = gpus;
-    p2p.algorithm = models::Algorithm::Ring;
-    p2p.protocol = models::p2p_protocol(Bytes(largest));
-    const auto li = lowering_input(p2p, topology, scenario.nccl, scenario.step_overhead);
-    members.push_back(models::lower_p2p(spec.sends, p2p_lanes(gpus, topology, scenario.nccl), topology.gpus_per_node(),
-                                        li.costs, scenario.step_overhead));
-    if (spec.group.empty()) {
-      out.call.algorithm = p2p.algorithm;
-      out.call.protocol = p2p.protocol;
-    }
-  }
-  out.schedule = models::merge_group(members, topology.gpus_per_node());
-  out.schedule.kind = out.call.kind;
-  out.call.ranks = out.schedule.gpus;
-  out.call.channels = static_cast<int>(out.schedule.channels.size());
-  return out;
+  return [&topology, settings = std::move(settings), step_overhead, max_steps](const models::CollectiveCall& call,
+                                                                               const InputLocation& where) {
+    const models::CollectiveCall resolved = resolve_call(call, topology, settings, where);
+    return lower_checked(lowering_input(resolved, topology, settings, step_overhead), where, max_steps);
+  };
 }
 
 } // namespace railyard::sim

@@ -1,7 +1,6 @@
 #include "railyard/sim/replay.hpp"
 
 #include "railyard/sim/collective_runner.hpp"
-#include "railyard/sim/nccl_resolve.hpp"
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
@@ -675,14 +674,7 @@ private:
                               fmt::format("rank {} {}", rt.rank, rt.prog->g->describe(op_id))};
     const models::CollectiveCall call = call_of(op, comm, op.bytes.value());
     std::shared_ptr<const models::Schedule> s;
-    if (opt_.lower) {
-      s = std::make_shared<const models::Schedule>(opt_.lower(call, where));
-    } else {
-      const NcclSettings defaults;
-      const models::CollectiveCall resolved = resolve_call(call, topo_, defaults, where);
-      s = std::make_shared<const models::Schedule>(
-          models::lower(lowering_input(resolved, topo_, defaults, opt_.step_overhead)));
-    }
+    s = std::make_shared<const models::Schedule>(opt_.lower(call, where));
     schedules_.emplace(key, s);
     return s;
   }
@@ -1163,6 +1155,9 @@ ReplayResult replay_workload(const workloads::Workload& workload, const topo::To
                              const SimulationConfig& config, const calibration::Profile* profile,
                              const ReplayOptions& options)
 {
+  if (options.comm != CommModel::Ideal && !options.lower)
+    throw std::invalid_argument("replay_workload: ReplayOptions::lower is empty; pass the lowering of the workload's "
+                                "collectives (sim::nccl_lowering for NCCL's choice, or your own)");
   return Replayer(workload, topology, config, profile, options).run();
 }
 

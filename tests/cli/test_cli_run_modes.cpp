@@ -1,7 +1,7 @@
 // Every documented mode of `railyard run` with a workload, through the binary: each communication model on a
 // generated step and on a real trace of every kind, `flows` on every backend, the profile's collective costs, and the
 // replay switches. The lists of names come from the parser itself (sim::kCommModels, sim::kBackends,
-// sim::kTraceFormats): a mode added there without a case here fails RunModes.EveryListedModeHasACase.
+// scn::kTraceFormats): a mode added there without a case here fails RunModes.EveryListedModeHasACase.
 //
 // Expectations follow from the execution rules (sim/README.md, "Workload replay"), not from earlier outputs:
 // - ideal makes every communication op free and changes nothing else, so no step is shorter than ideal's;
@@ -10,9 +10,9 @@
 // - dropping dependencies (host launch times, inferred cross-stream edges) can only let ops start earlier.
 #include "cli_support.hpp"
 
+#include "railyard/scenario/workload_spec.hpp"
 #include "railyard/sim/replay.hpp"
 #include "railyard/sim/simulation.hpp"
-#include "railyard/sim/workload_spec.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -21,6 +21,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+namespace scn = railyard::scenario;
 
 using namespace railyard;
 using namespace railyard::test;
@@ -157,7 +159,7 @@ std::string expected_collective_model(sim::CommModel m)
 
 TEST_F(RunModes, EveryListedModeHasACase)
 {
-  for (std::string_view f : sim::kTraceFormats)
+  for (std::string_view f : scn::kTraceFormats)
     EXPECT_TRUE(sources().count(std::string(f))) << "trace format '" << f << "' has no CLI case here: add one";
   EXPECT_EQ(sim::kCommModels.size(), 3u) << "a communication model was added: give it its expectations below";
   EXPECT_EQ(sim::kBackends.size(), 2u) << "a backend was added: run flows on it below";

@@ -2,6 +2,8 @@
 #pragma once
 
 #include "railyard/calibration/profile.hpp"
+#include "railyard/sim/nccl_resolve.hpp"
+#include "railyard/sim/replay.hpp"
 #include "railyard/topologies/topology.hpp"
 
 namespace railyard::test {
@@ -33,6 +35,14 @@ inline calibration::Profile flops_only_profile(double peak_flops)
   k.compute.push_back(c);
   p.kernel = k;
   return p;
+}
+
+/// `options` with NCCL's lowering under the default `nccl:` settings and no step overhead (ReplayOptions::lower has
+/// no default of its own). `topology` must outlive the replay.
+inline sim::ReplayOptions with_nccl(const topo::Topology& topology, sim::ReplayOptions options = {})
+{
+  options.lower = sim::nccl_lowering(topology, sim::NcclSettings{}, Seconds(0));
+  return options;
 }
 
 } // namespace railyard::test

@@ -52,7 +52,7 @@ TEST(Replay, OneFOneBBubbleFractionEmergesFromThePipeline)
                      const calibration::Profile prof = flops_only_profile(peak);
                      sim::ReplayOptions o;
                      o.comm = sim::CommModel::Ideal;
-                     const auto r = sim::replay_workload(w, t, {}, &prof, o);
+                     const auto r = sim::replay_workload(w, t, {}, &prof, test::with_nccl(t, o));
                      std::vector<double> v{r.step_time.value()};
                      for (const auto& rk : r.ranks)
                        v.push_back(rk.breakdown.bubble_s);
@@ -87,7 +87,7 @@ TEST(Replay, InterleavedScheduleShrinksTheBubble)
                      const calibration::Profile prof = flops_only_profile(100e12);
                      sim::ReplayOptions o;
                      o.comm = sim::CommModel::Ideal;
-                     const auto r = sim::replay_workload(w, t, {}, &prof, o);
+                     const auto r = sim::replay_workload(w, t, {}, &prof, test::with_nccl(t, o));
                      return std::vector<double>{r.step_time.value(), r.ranks[0].breakdown.bubble_s};
                    }).values;
   EXPECT_NEAR(out[1] / out[0], double(p - 1) / (v * m + p - 1), 0.01);
@@ -131,7 +131,7 @@ TEST(Replay, SendOverlappedWithComputeIsHiddenOnTheSenderAndExposedOnTheReceiver
           const topo::Topology t = topo::build_topology(one_node(2, 100, 0.5));
           sim::ReplayOptions o;
           o.comm = mode;
-          const auto r = sim::replay_workload(w, t, {}, nullptr, o);
+          const auto r = sim::replay_workload(w, t, {}, nullptr, test::with_nccl(t, o));
           const auto& a = r.ranks[0].breakdown;
           const auto& b = r.ranks[1].breakdown;
           const auto pp = static_cast<std::size_t>(GroupKind::PP);
@@ -179,7 +179,8 @@ TEST(Replay, CollectiveOpMatchesTheCollectiveRunnerAndTheAnalyticalModel)
   for (auto kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
     const auto flows = run_in_child([&] {
                          const topo::Topology t = topo::build_topology(one_node(n));
-                         const auto r = sim::replay_workload(one_collective(n, kind, bytes), t, {}, nullptr, {});
+                         const auto r =
+                             sim::replay_workload(one_collective(n, kind, bytes), t, {}, nullptr, test::with_nccl(t));
                          return std::vector<double>{r.step_time.value(), r.flows.bytes_sent, r.flows.bytes_received};
                        }).values;
     const auto runner = run_in_child([&] {
@@ -199,14 +200,14 @@ TEST(Replay, CollectiveOpMatchesTheCollectiveRunnerAndTheAnalyticalModel)
                           return std::vector<double>{timings.at(0).duration().value(),
                                                      sim::isolated_collective_time(s, t, true, 1).value()};
                         }).values;
-    const auto analytical =
-        run_in_child([&] {
-          const topo::Topology t = topo::build_topology(one_node(n));
-          sim::ReplayOptions o;
-          o.comm = sim::CommModel::Analytical;
-          return std::vector<double>{
-              sim::replay_workload(one_collective(n, kind, bytes), t, {}, nullptr, o).step_time.value()};
-        }).values;
+    const auto analytical = run_in_child([&] {
+                              const topo::Topology t = topo::build_topology(one_node(n));
+                              sim::ReplayOptions o;
+                              o.comm = sim::CommModel::Analytical;
+                              return std::vector<double>{sim::replay_workload(one_collective(n, kind, bytes), t, {},
+                                                                              nullptr, test::with_nccl(t, o))
+                                                             .step_time.value()};
+                            }).values;
     const std::string name = models::to_string(kind);
     EXPECT_NEAR(flows[0], runner[0], runner[0] * 1e-9) << name;
     EXPECT_GT(flows[1], 0) << name;
@@ -241,7 +242,7 @@ TEST(Replay, GeneratedStepOnARailClusterAddsUp)
              const calibration::Profile prof = flops_only_profile(50e12);
              sim::ReplayOptions o;
              o.comm = mode;
-             const auto r = sim::replay_workload(w, t, {}, &prof, o);
+             const auto r = sim::replay_workload(w, t, {}, &prof, test::with_nccl(t, o));
              std::vector<double> v{r.step_time.value(), r.flows.bytes_sent, r.flows.bytes_received,
                                    static_cast<double>(r.flows.flows_sent),
                                    static_cast<double>(r.flows.flows_received)};
@@ -287,7 +288,7 @@ TEST(Replay, EventExecutorMatchesTheSimGridActors)
                sim::ReplayOptions o;
                o.comm = mode;
                o.discrete_events = events;
-               const auto r = sim::replay_workload(w, t, {}, &prof, o);
+               const auto r = sim::replay_workload(w, t, {}, &prof, test::with_nccl(t, o));
                std::vector<double> v{r.step_time.value(), static_cast<double>(r.ops_executed)};
                for (const auto& rk : r.ranks) {
                  const auto& b = rk.breakdown;
@@ -305,64 +306,6 @@ TEST(Replay, EventExecutorMatchesTheSimGridActors)
   }
 }
 
-// The timeline is valid Chrome trace JSON, holds one complete event per executed op of the traced ranks with the
-// stream labels as thread names, and two runs of the same inputs write the same bytes.
-TEST(Replay, ChromeTraceIsCompleteAndDeterministic)
-{
-  MegatronConfig c;
-  c.model.layers = 2;
-  c.model.hidden = 256;
-  c.model.heads = 4;
-  c.model.seq_length = 128;
-  c.model.vocab = 512;
-  c.parallel.tp = 2;
-  c.parallel.pp = 2;
-  c.training.global_batch = 4;
-  const std::string dir = ::testing::TempDir() + "replay_trace_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  auto write = [&](const std::string& path) {
-    return run_in_child([&] {
-             const Workload w = generate_megatron(c, 4);
-             const topo::Topology t = topo::build_topology(one_node(4));
-             const calibration::Profile prof = flops_only_profile(50e12);
-             const auto r = sim::replay_workload(w, t, {}, &prof, {});
-             std::ofstream out(path);
-             sim::write_chrome_trace(r, w, out);
-             std::size_t ops = 0;
-             for (int rank = 0; rank < 4; ++rank)
-               ops += w.graph_of(rank).size();
-             return std::vector<double>{static_cast<double>(r.events.size()), static_cast<double>(ops)};
-           })
-        .values;
-  };
-  const auto a = write(dir + "/a.json");
-  write(dir + "/b.json");
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  const std::string ta = slurp(dir + "/a.json"), tb = slurp(dir + "/b.json");
-  EXPECT_EQ(ta, tb);
-  EXPECT_EQ(a[0], a[1]); // 4 ranks <= 16: all traced, every op once
-  const auto j = nlohmann::json::parse(ta);
-  std::size_t complete = 0;
-  std::set<std::string> threads;
-  for (const auto& e : j.at("traceEvents")) {
-    if (e.at("ph") == "X") {
-      ++complete;
-      EXPECT_GE(e.at("dur").get<double>(), 0);
-    }
-    if (e.at("ph") == "M" && e.at("name") == "thread_name") threads.insert(e.at("args").at("name").get<std::string>());
-  }
-  EXPECT_EQ(complete, static_cast<std::size_t>(a[1]));
-  EXPECT_TRUE(threads.count("compute"));
-  EXPECT_TRUE(threads.count("pp send"));
-  EXPECT_TRUE(threads.count("tp async"));
-  std::filesystem::remove_all(dir);
-}
-
 // Compute ops without measured durations need a kernel model: an InputError naming the file, rank and op.
 TEST(Replay, ComputeWithoutProfileIsRefused)
 {
@@ -376,7 +319,7 @@ TEST(Replay, ComputeWithoutProfileIsRefused)
   const Workload w = generate_megatron(c, 2);
   const topo::Topology t = topo::build_topology(one_node(2));
   try {
-    sim::replay_workload(w, t, {}, nullptr, {});
+    sim::replay_workload(w, t, {}, nullptr, test::with_nccl(t));
     FAIL() << "accepted";
   } catch (const InputError& e) {
     EXPECT_NE(e.where().field.find("rank 0"), std::string::npos);

@@ -2,6 +2,7 @@
 // trace JSON, independently of the reader), and bad input through the real binary: exit code 2 naming file, rank
 // and node.
 #include "railyard/common/child_process.hpp"
+#include "replay_support.hpp"
 
 #include "railyard/sim/replay.hpp"
 #include "railyard/workloads/readers.hpp"
@@ -115,7 +116,7 @@ std::vector<double> replay_kineto(const std::vector<std::string>& paths, const t
            sim::ReplayOptions o;
            o.host_launch = host;
            o.trace_ranks = std::vector<int>{};
-           const auto r = sim::replay_workload(w, t, {}, nullptr, o);
+           const auto r = sim::replay_workload(w, t, {}, nullptr, test::with_nccl(t, o));
            return std::vector<double>{r.step_time.value(), static_cast<double>(r.ops_executed)};
          })
       .values;
@@ -166,16 +167,17 @@ TEST(ReplayTraces, DlrmEightRanksCloseToTheJobSpan)
 // 8 x 14 messages is delivered once.
 TEST(ReplayTraces, ChakraRingAllReduceReplaysWithEagerSends)
 {
-  const auto out = run_in_child([] {
-    const auto w =
-        workloads::read_chakra(kTraces + "/chakra_et/astrasim_custom_ring_allreduce_8npus_1MB/custom_allreduce");
-    const topo::Topology t = topo::build_topology(node_of(8, 100));
-    sim::ReplayOptions o;
-    o.trace_ranks = std::vector<int>{};
-    const auto r = sim::replay_workload(w, t, {}, nullptr, o);
-    return std::vector<double>{static_cast<double>(r.flows.flows_sent), static_cast<double>(r.flows.flows_received),
-                               r.flows.bytes_received, r.step_time.value()};
-  }).values;
+  const auto out =
+      run_in_child([] {
+        const auto w =
+            workloads::read_chakra(kTraces + "/chakra_et/astrasim_custom_ring_allreduce_8npus_1MB/custom_allreduce");
+        const topo::Topology t = topo::build_topology(node_of(8, 100));
+        sim::ReplayOptions o;
+        o.trace_ranks = std::vector<int>{};
+        const auto r = sim::replay_workload(w, t, {}, nullptr, test::with_nccl(t, o));
+        return std::vector<double>{static_cast<double>(r.flows.flows_sent), static_cast<double>(r.flows.flows_received),
+                                   r.flows.bytes_received, r.step_time.value()};
+      }).values;
   EXPECT_EQ(out[0], 8 * 14);
   EXPECT_EQ(out[1], 8 * 14);
   EXPECT_EQ(out[2], 8 * 14 * 131072.0);

@@ -15,8 +15,6 @@
 #include "railyard/sim/progress.hpp"
 #include "railyard/topologies/topology.hpp"
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -59,11 +57,11 @@ struct FlowRecord {
   std::uint64_t id = 0; ///< in start order
   int src = 0, dst = 0;
   std::uint64_t tag = 0;
-  int qp = 0;          ///< QP index, or path index when spraying
+  int qp = 0; ///< QP index, or path index when spraying
   double bytes = 0;
-  double start = 0;    ///< both sides posted: the flow enters the network
-  double end = 0;      ///< its last byte left the last link
-  double arrival = 0;  ///< end + path latency: the receiver has it
+  double start = 0;                        ///< both sides posted: the flow enters the network
+  double end = 0;                          ///< its last byte left the last link
+  double arrival = 0;                      ///< end + path latency: the receiver has it
   std::uint32_t path_offset = 0, hops = 0; ///< links in FluidReport::paths[path_offset, path_offset + hops)
   [[nodiscard]] double fct() const { return arrival - start; }
 };
@@ -72,11 +70,11 @@ struct FlowRecord {
 struct LinkSample {
   double time = 0;
   std::uint32_t link = 0;
-  double bytes = 0;       ///< carried in the interval
-  double utilisation = 0; ///< bytes / (capacity x interval)
-  double max_queue = 0;   ///< deepest egress queue in the interval, bytes
-  double marks = 0;       ///< ECN-marked packets (expected count: bytes / MTU x marking probability)
-  double paused = 0;      ///< seconds the link was paused (any priority)
+  double bytes = 0;            ///< carried in the interval
+  double utilisation = 0;      ///< bytes / (capacity x interval)
+  double max_queue = 0;        ///< deepest egress queue in the interval, bytes
+  double marks = 0;            ///< ECN-marked packets (expected count: bytes / MTU x marking probability)
+  double paused = 0;           ///< seconds the link was paused (any priority)
   std::uint32_t max_flows = 0; ///< most flows on the link at once
 };
 
@@ -111,7 +109,7 @@ struct LinkInfo {
   std::string name; ///< "leaf3->spine1"
   std::string kind; ///< nvlink, pcie, nic_leaf, leaf_spine, spine_core
   double capacity = 0;
-  std::uint32_t from = 0; ///< source vertex
+  std::uint32_t from = 0;               ///< source vertex
   bool from_switch = false, up = false; ///< a switch's egress port; towards a higher tier
 };
 
@@ -123,21 +121,14 @@ struct FluidReport {
   FluidStats stats;
 };
 
-/// flows.csv: id, src, dst, tag, qp, bytes, start, end, arrival, fct, hops and the link ids of the path.
-void write_flows_csv(const FluidReport& report, std::ostream& out);
-/// links.csv: per link and sampling interval with activity: utilisation, deepest queue, ECN marks, pause time.
-void write_links_csv(const FluidReport& report, Seconds interval, std::ostream& out);
-/// The summary.json "network" object: configuration, FCT percentiles, queues, pauses, marks and ECMP balance.
-nlohmann::ordered_json fluid_summary(const FluidReport& report, const FluidConfig& config);
-
 /// One queue-model step of one egress link and priority, for observers (tests, tracing).
 struct QueueStep {
   double t0 = 0, t1 = 0;
   std::uint32_t link = 0;
   int priority = 0;
   bool paused = false;
-  double sent = 0;  ///< bytes that left the queue in [t0, t1)
-  double queue = 0; ///< bytes queued at t1
+  double sent = 0;    ///< bytes that left the queue in [t0, t1)
+  double queue = 0;   ///< bytes queued at t1
   double ingress = 0; ///< the PFC ingress counter of this link's downstream port at t1
 };
 

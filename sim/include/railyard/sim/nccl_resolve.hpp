@@ -3,14 +3,29 @@
 // as InputError, and the lowering with NCCL's fixed costs (models/lowering.hpp).
 #pragma once
 
+#include "railyard/common/error.hpp"
 #include "railyard/models/lowering.hpp"
 #include "railyard/models/nccl_tuning.hpp"
-#include "railyard/sim/scenario.hpp"
 #include "railyard/topologies/topology.hpp"
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 
 namespace railyard::sim {
+
+/// A scenario's `nccl:` section, as NCCL resolution reads it: the system NCCL's cost model assumes, and NCCL_ALGO /
+/// NCCL_PROTO as NCCL reads them.
+struct NcclSettings {
+  /// dgx_a100, dgx_h100, hgx_h200 or hgx_b200; when `nccl.system` is absent, the profile's GPU model's (A100,
+  /// H100, H200, B200), else empty: chosen from the NVLink bandwidth (nccl_resolve.hpp nccl_node)
+  std::string system;
+  std::string system_from;                ///< "scenario", "profile" or "" (NVLink bandwidth), for summaries
+  std::optional<std::string> algo, proto; ///< NCCL_ALGO / NCCL_PROTO text
+  models::NcclOverrides overrides;        ///< parsed from algo and proto
+  bool latencies = true;                  ///< NCCL's base and per-hop latencies (false: bytes and links only)
+  InputLocation where;                    ///< the section, for messages
+};
 
 /// The node NCCL's topology search sees: `nccl.system`, or when it is absent the generation whose NVLink bandwidth
 /// per GPU the cluster's is closest to (A100 300 GB/s, H100/H200 450 GB/s, B200 900 GB/s). NICs are the cluster's.
@@ -47,16 +62,15 @@ models::LoweringInput lowering_input(const models::CollectiveCall& resolved, con
 
 /// Lowers a resolved call with at most `max_steps` steps (0: no limit). A call NCCL does not implement, or whose
 /// schedule would need more steps, is an InputError at `where` naming the call, what is wrong and the fix.
-models::Schedule lower_checked(models::LoweringInput in, const InputLocation& where, std::size_t max_steps = 0);
+/// The lowering NCCL would do for each call with `settings`: resolve_call, then lower_checked of its lowering_input
+/// with `step_overhead` added to every step (ReplayOptions::lower takes it).
+std::function<models::Schedule(const models::CollectiveCall&, const InputLocation&)>
+nccl_lowering(const topo::Topology& topology, NcclSettings settings, Seconds step_overhead, std::size_t max_steps = 0);
 
-/// A scenario entry (a call or a group) resolved and lowered.
-struct LoweredSpec {
-  models::CollectiveCall call; ///< as run (for a group: the summary, with its first member's choices)
-  models::Schedule schedule;
-};
-/// `max_steps` (0: none) bounds the steps the schedule may hold: a call that would need more is an InputError at its
-/// entry, raised before its steps are allocated (models::ScheduleTooLarge).
-LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topology, const Scenario& scenario,
-                       std::size_t max_steps = 0);
+/// NCCL's p2p channels for a group of sends among `ranks` (ncclTopoComputeP2pChannels: the communicator's channels
+/// rounded up to a power of two), of which each peer takes two, so this many rounds run at once.
+int p2p_lanes(const std::vector<int>& ranks, const topo::Topology& topology, const NcclSettings& settings);
+
+models::Schedule lower_checked(models::LoweringInput in, const InputLocation& where, std::size_t max_steps = 0);
 
 } // namespace railyard::sim

@@ -61,15 +61,14 @@ struct ReplayOptions {
   /// NCCL's channels leave. false: every GEMM has all SMs.
   bool nccl_sms = true;
   calibration::DType dtype = calibration::DType::Bf16; ///< kernel model data type of compute ops
-  Seconds step_overhead{0}; ///< added to every lowered collective step (scenario nccl.step_overhead)
   /// Ranks whose ops go into the timeline. Empty optional: every rank up to 16 ranks, else the first rank of each
   /// distinct program (every pipeline stage of a generated workload) up to 16; an empty list: none.
   std::optional<std::vector<int>> trace_ranks;
   /// Model FLOPs of the step over all GPUs, for MFU (e.g. workloads::megatron_model_flops); 0: not known.
   double model_flops = 0;
-  /// Resolves and lowers one collective of the workload (Flows and Analytical). Empty: NCCL's choice and fixed costs
-  /// with the default `nccl:` settings (sim::resolve_call and sim::lowering_input, nccl_resolve.hpp), plus
-  /// step_overhead. `railyard run` passes the scenario's `nccl:` section this way.
+  /// Resolves and lowers one collective of the workload; required with Flows and Analytical (replay_workload throws
+  /// std::invalid_argument without it: there is no default NCCL configuration). sim::nccl_lowering gives NCCL's choice
+  /// and fixed costs for given `nccl:` settings; `railyard run` passes the scenario's this way.
   std::function<models::Schedule(const models::CollectiveCall&, const InputLocation&)> lower;
   /// Analytical only: the time of one collective from elsewhere than its lowered schedule, asked once per distinct
   /// (communicator, collective, size); an empty result times the lowered schedule. Empty: schedules only.
@@ -164,9 +163,5 @@ struct ProfileCollectiveCost {
 };
 ProfileCollectiveCost profile_collective_cost(const calibration::Profile& profile,
                                               const models::CollectiveCall& resolved, const topo::Topology& topology);
-
-/// Chrome trace JSON (the format Perfetto and chrome://tracing open): one process per traced rank, one thread per
-/// stream, one complete event per op; times in microseconds with 3 decimals, so equal results give equal files.
-void write_chrome_trace(const ReplayResult& result, const workloads::Workload& workload, std::ostream& out);
 
 } // namespace railyard::sim

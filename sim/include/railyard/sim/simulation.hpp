@@ -3,7 +3,6 @@
 // once; tests run each case in its own process (CTest does).
 #pragma once
 
-#include "railyard/common/yaml.hpp"
 #include "railyard/sim/flow_network.hpp"
 #include "railyard/sim/fluid.hpp"
 #include "railyard/sim/progress.hpp"
@@ -23,8 +22,8 @@ enum class Backend { SimGrid, Fluid };
 
 struct SimulationConfig {
   Backend backend = Backend::SimGrid;
-  std::uint64_t seed = 1;     ///< ECMP hashing seed
-  bool pxn = true;            ///< NCCL's PXN: cross-rail inter-node flows cross NVLink first (NCCL_PXN_DISABLE=0)
+  std::uint64_t seed = 1;       ///< ECMP hashing seed
+  bool pxn = true;              ///< NCCL's PXN: cross-rail inter-node flows cross NVLink first (NCCL_PXN_DISABLE=0)
   double time_precision = 1e-9; ///< SimGrid surf/precision (seconds); see DESIGN.md for the speed trade-off
   FluidConfig fluid;            ///< ECMP mode, QPs, congestion control and outputs of the fluid backend
   /// Not part of a scenario: where the engine publishes its progress (transfers delivered, simulated time) for
@@ -35,11 +34,6 @@ struct SimulationConfig {
 std::string to_string(Backend b);
 /// Every backend a scenario can name (`to_string` of each is its name), as kCommModels.
 inline constexpr std::array kBackends{Backend::SimGrid, Backend::Fluid};
-
-/// Reads a scenario's `network:` section into `config`: backend, pxn, time_precision, and for the fluid backend ecmp,
-/// qps_per_connection, spray_max_paths, cc, dcqcn, pfc, mtu, time_step and outputs. Fluid-only fields under the
-/// simgrid backend, unknown names and out-of-range values are InputErrors naming the field.
-void parse_network(const YamlNode& network, SimulationConfig& config);
 
 class Simulation {
 public:

@@ -3,15 +3,15 @@
 #pragma once
 
 #include "railyard/common/output_dir.hpp"
+#include "railyard/scenario/scenario.hpp"
 #include "railyard/sim/footprint.hpp"
 #include "railyard/sim/replay.hpp"
-#include "railyard/sim/scenario.hpp"
 #include "railyard/workloads/op_graph.hpp"
 
 #include <string>
 #include <vector>
 
-namespace railyard::sim {
+namespace railyard::scenario {
 
 /// One distinct collective of an analytical replay with `collective_model: profile`: how it was timed, and why.
 struct CollectiveCostUse {
@@ -31,17 +31,17 @@ struct WorkloadRunResult {
   topo::TopologySummary topology;
   workloads::Workload workload;
   std::string profile_system; ///< empty without a profile
-  ReplayResult replay;
+  sim::ReplayResult replay;
   bool profile_collectives = false;                ///< replay.collective_model: profile
   std::vector<CollectiveCostUse> collective_costs; ///< with profile_collectives, in order of first use
-  Footprint footprint;                             ///< the memory the run was estimated to need (summary.json)
+  sim::Footprint footprint;                        ///< the memory the run was estimated to need (summary.json)
 };
 
 /// Builds the topology, reads the profile, generates or reads the workload and replays it. Bad input (a layout that
 /// does not fit the cluster, a malformed trace, a workload larger than the cluster) is an InputError.
 /// Its memory is estimated before the topology is built and again once the workload is loaded, before it is replayed
 /// (footprint.hpp); a run that would exceed `memory`, or whose SimGrid actors this machine cannot map, is refused.
-WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits = {});
+WorkloadRunResult run_workload(const Scenario& scenario, const sim::RunLimits& limits = {});
 
 /// Writes breakdown.csv (one row per rank), trace.json (Chrome trace of the traced ranks) and summary.json (step time,
 /// breakdown, MFU; last) into `folder`, then commits it (common/output_dir.hpp: staged, checked, swapped in whole).
@@ -49,4 +49,4 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder);
 /// Same into `dir`, with OutputDir's checks and no --force.
 void write_workload_outputs(const WorkloadRunResult& result, const std::string& dir);
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

@@ -3,6 +3,7 @@
 // all_paths, the routing the backend documents it uses; expected times from max-min closed forms.
 #include "railyard/common/child_process.hpp"
 
+#include "railyard/scenario/fluid_outputs.hpp"
 #include "railyard/sim/simulation.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 
 #include <map>
 #include <set>
+
+namespace scn = railyard::scenario;
 
 using namespace railyard;
 
@@ -48,54 +51,53 @@ struct Out {
 
 Out run(const std::vector<Xfer>& xs, sim::FluidConfig fluid, std::uint64_t seed)
 {
-  const auto v = railyard::run_in_child([&] {
-                   const topo::Topology t = topo::build_topology(four_spines());
-                   sim::SimulationConfig config;
-                   config.backend = sim::Backend::Fluid;
-                   config.seed = seed;
-                   config.fluid = fluid;
-                   sim::Simulation s(t, config);
-                   auto& net = s.network();
-                   std::vector<double> arrival(xs.size(), -1);
-                   std::set<int> gpus;
-                   for (const auto& x : xs) {
-                     gpus.insert(x.src);
-                     gpus.insert(x.dst);
-                   }
-                   for (int g : gpus)
-                     s.spawn(g, "gpu", [&net, &xs, &arrival, g] {
-                       std::vector<sim::RequestId> reqs;
-                       std::vector<std::size_t> which;
-                       for (std::size_t i = 0; i < xs.size(); ++i)
-                         if (xs[i].dst == g) {
-                           reqs.push_back(net.irecv(g, xs[i].src, xs[i].tag));
-                           which.push_back(i);
-                         }
-                       for (const auto& x : xs)
-                         if (x.src == g)
-                           net.isend(g, x.dst, x.tag, Bytes(x.bytes));
-                       while (!reqs.empty()) {
-                         const auto k = net.wait_any(reqs);
-                         arrival[which[k]] = net.now().value();
-                         reqs.erase(reqs.begin() + static_cast<long>(k));
-                         which.erase(which.begin() + static_cast<long>(k));
-                       }
-                     });
-                   s.run();
-                   const auto& rep = s.fluid()->report();
-                   const auto summary = sim::fluid_summary(rep, config.fluid);
-                   std::vector<double> out = arrival;
-                   out.push_back(summary["ecmp_balance"]["max_uplink_over_even"].get<double>());
-                   out.push_back(summary["ecmp_balance"]["max_flows_on_a_fabric_link"].get<double>());
-                   out.push_back(double(rep.flows.size()));
-                   for (const auto& f : rep.flows) {
-                     out.insert(out.end(), {double(f.src), double(f.dst), double(f.qp), double(f.tag), f.bytes,
-                                            double(f.hops)});
-                     for (std::uint32_t h = 0; h < f.hops; ++h)
-                       out.push_back(rep.paths[f.path_offset + h]);
-                   }
-                   return out;
-                 }).values;
+  const auto v =
+      railyard::run_in_child([&] {
+        const topo::Topology t = topo::build_topology(four_spines());
+        sim::SimulationConfig config;
+        config.backend = sim::Backend::Fluid;
+        config.seed = seed;
+        config.fluid = fluid;
+        sim::Simulation s(t, config);
+        auto& net = s.network();
+        std::vector<double> arrival(xs.size(), -1);
+        std::set<int> gpus;
+        for (const auto& x : xs) {
+          gpus.insert(x.src);
+          gpus.insert(x.dst);
+        }
+        for (int g : gpus)
+          s.spawn(g, "gpu", [&net, &xs, &arrival, g] {
+            std::vector<sim::RequestId> reqs;
+            std::vector<std::size_t> which;
+            for (std::size_t i = 0; i < xs.size(); ++i)
+              if (xs[i].dst == g) {
+                reqs.push_back(net.irecv(g, xs[i].src, xs[i].tag));
+                which.push_back(i);
+              }
+            for (const auto& x : xs)
+              if (x.src == g) net.isend(g, x.dst, x.tag, Bytes(x.bytes));
+            while (!reqs.empty()) {
+              const auto k = net.wait_any(reqs);
+              arrival[which[k]] = net.now().value();
+              reqs.erase(reqs.begin() + static_cast<long>(k));
+              which.erase(which.begin() + static_cast<long>(k));
+            }
+          });
+        s.run();
+        const auto& rep = s.fluid()->report();
+        const auto summary = scn::fluid_summary(rep, config.fluid);
+        std::vector<double> out = arrival;
+        out.push_back(summary["ecmp_balance"]["max_uplink_over_even"].get<double>());
+        out.push_back(summary["ecmp_balance"]["max_flows_on_a_fabric_link"].get<double>());
+        out.push_back(double(rep.flows.size()));
+        for (const auto& f : rep.flows) {
+          out.insert(out.end(), {double(f.src), double(f.dst), double(f.qp), double(f.tag), f.bytes, double(f.hops)});
+          for (std::uint32_t h = 0; h < f.hops; ++h)
+            out.push_back(rep.paths[f.path_offset + h]);
+        }
+        return out;
+      }).values;
   Out o;
   std::size_t i = xs.size();
   o.arrival.assign(v.begin(), v.begin() + static_cast<long>(xs.size()));
@@ -126,7 +128,10 @@ sim::FluidConfig mode(sim::EcmpMode m, int qps = 1)
   return f;
 }
 
-std::vector<std::uint32_t> as_ids(const topo::Path& p) { return {p.begin(), p.end()}; }
+std::vector<std::uint32_t> as_ids(const topo::Path& p)
+{
+  return {p.begin(), p.end()};
+}
 
 // Path latency of a cross-leaf route: PCIe + NIC + fabric x 2 + NIC + PCIe (defaults 0.5, 1, 0.6 us).
 constexpr double kCrossLeafLatency = 0.5e-6 + 1e-6 + 0.6e-6 + 0.6e-6 + 1e-6 + 0.5e-6;

@@ -3,7 +3,7 @@
 #include "railyard/common/child_process.hpp"
 #include "railyard/common/csv.hpp"
 
-#include "railyard/sim/run.hpp"
+#include "railyard/scenario/run.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +14,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+
+namespace scn = railyard::scenario;
 
 using namespace railyard;
 namespace fs = std::filesystem;
@@ -58,8 +60,8 @@ fs::path run_to(const std::string& text, const std::string& name)
 {
   const fs::path dir = fs::temp_directory_path() / ("railyard_fluid_" + name + "_" + std::to_string(getpid()));
   railyard::run_in_child([&] {
-    const sim::Scenario sc = sim::parse_scenario(YamlNode::load_string(text, "cc.yaml"));
-    sim::write_outputs(sim::run_scenario(sc), dir.string());
+    const scn::Scenario sc = scn::parse_scenario(YamlNode::load_string(text, "cc.yaml"));
+    scn::write_outputs(scn::run_scenario(sc), dir.string());
     return std::vector<double>{};
   });
   return dir;
@@ -154,7 +156,10 @@ TEST(FluidOutputs, EveryLinkCarriesTheBytesOfTheFlowsThatCrossIt)
 
 // ---- the network section ----
 
-sim::Scenario parse(const std::string& network) { return sim::parse_scenario(YamlNode::load_string(scenario(1, network), "n.yaml")); }
+scn::Scenario parse(const std::string& network)
+{
+  return scn::parse_scenario(YamlNode::load_string(scenario(1, network), "n.yaml"));
+}
 
 void expect_refused(const std::string& network, const std::string& field, int line)
 {
@@ -171,9 +176,10 @@ void expect_refused(const std::string& network, const std::string& field, int li
 
 TEST(FluidNetworkSection, ParsesEveryFluidOption)
 {
-  const sim::Scenario sc = parse("  backend: fluid\n  ecmp: spray\n  qps_per_connection: 4\n  cc: dcqcn\n"
-                                 "  dcqcn: {preset: connectx, k_max: 2 MB}\n  pfc: {xoff: 128 KiB}\n"
-                                 "  mtu: 1024\n  time_step: 0.5 us\n  outputs: {flows: false, sample_interval: 5 us}\n");
+  const scn::Scenario sc =
+      parse("  backend: fluid\n  ecmp: spray\n  qps_per_connection: 4\n  cc: dcqcn\n"
+            "  dcqcn: {preset: connectx, k_max: 2 MB}\n  pfc: {xoff: 128 KiB}\n"
+            "  mtu: 1024\n  time_step: 0.5 us\n  outputs: {flows: false, sample_interval: 5 us}\n");
   const auto& f = sc.sim.fluid;
   EXPECT_EQ(sc.sim.backend, sim::Backend::Fluid);
   EXPECT_EQ(f.ecmp, sim::EcmpMode::Spray);
@@ -197,8 +203,8 @@ TEST(FluidNetworkSection, BadInputNamesTheField)
   expect_refused("  backend: fluid\n  ecmp: random\n", "network.ecmp", 10);
   expect_refused("  backend: fluid\n  dcqcn: {preset: connectx}\n", "network.dcqcn", 10);
   expect_refused("  backend: fluid\n  qps_per_connection: 0\n", "network.qps_per_connection", 10);
-  expect_refused("  backend: fluid\n  cc: dcqcn\n  dcqcn:\n    k_min: 50 KB\n    k_max: 10 KB\n",
-                 "network.dcqcn.k_max", 13);
+  expect_refused("  backend: fluid\n  cc: dcqcn\n  dcqcn:\n    k_min: 50 KB\n    k_max: 10 KB\n", "network.dcqcn.k_max",
+                 13);
   expect_refused("  backend: fluid\n  cc: dcqcn\n  dcqcn:\n    p_max: 2\n", "network.dcqcn.p_max", 12);
   expect_refused("  backend: fluid\n  pfc:\n    xoff: 1 KiB\n", "network.pfc.xoff", 11);
   expect_refused("  backend: quantum\n", "network.backend", 9);

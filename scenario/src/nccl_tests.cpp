@@ -1,4 +1,4 @@
-#include "railyard/sim/nccl_tests.hpp"
+#include "railyard/scenario/nccl_tests.hpp"
 
 #include "railyard/common/child_process.hpp"
 #include "railyard/models/nccl_tuning.hpp"
@@ -11,7 +11,9 @@
 #include <map>
 #include <numeric>
 
-namespace railyard::sim {
+namespace railyard::scenario {
+
+using namespace railyard::sim; // the simulator this layer drives
 
 int nccl_tests_type_size(const std::string& type)
 {
@@ -217,4 +219,4 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
                        p2p ? "p2p channels at once" : "channels");
 }
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace railyard::sim {
+namespace railyard::scenario {
 
 /// Every trace format `workload.trace` accepts; the CLI tests replay one real trace of each through the binary.
 inline constexpr std::array<std::string_view, 5> kTraceFormats{"chakra", "kineto", "simai", "astrasim1", "aicb"};
@@ -26,7 +26,7 @@ struct WorkloadSpec {
   std::string comm_group_file;           ///< chakra: comm_group.json (resolved), empty: next to the traces
   workloads::LayerWorkloadOptions layer; ///< text formats: world_size, model_parallel, tick
   bool infer_cross_stream_deps = true;   ///< kineto
-  ReplayOptions replay;
+  sim::ReplayOptions replay;
   /// `replay.collective_model` (analytical communication only): time each collective by its lowered schedule
   /// (`schedule`, the default), or by the profile's fitted collective cost where the profile covers the call and by
   /// the schedule elsewhere (`profile`; sim::profile_collective_cost says what "covers" means).
@@ -43,4 +43,4 @@ WorkloadSpec parse_workload(const YamlNode& node, const std::string& scenario_fi
 /// ./path. A path that exists nowhere is an InputError at `where` listing both places.
 std::string resolve_scenario_path(const YamlNode& where, const std::string& path, const std::string& scenario_file);
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

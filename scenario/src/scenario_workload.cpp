@@ -1,4 +1,4 @@
-#include "railyard/sim/workload_spec.hpp"
+#include "railyard/scenario/workload_spec.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <limits>
 
-namespace railyard::sim {
+namespace railyard::scenario {
+
+using namespace railyard::sim; // the simulator this layer drives
 
 namespace fs = std::filesystem;
 
@@ -187,7 +189,8 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
   r->expect_keys({"communication", "collective_model", "measured_durations", "host_launch", "trace_ranks"});
   if (auto c = r->get("communication")) {
     const std::string s = c->as_string();
-    const auto* m = std::find_if(kCommModels.begin(), kCommModels.end(), [&](CommModel x) { return to_string(x) == s; });
+    const auto* m =
+        std::find_if(kCommModels.begin(), kCommModels.end(), [&](CommModel x) { return to_string(x) == s; });
     if (m != kCommModels.end())
       w.replay.comm = *m;
     else
@@ -253,4 +256,4 @@ WorkloadSpec parse_workload(const YamlNode& node, const std::string& scenario_fi
   return w;
 }
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

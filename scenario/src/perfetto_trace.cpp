@@ -1,5 +1,5 @@
 // Chrome trace JSON of a replay (replay.hpp): what Perfetto (ui.perfetto.dev) and chrome://tracing open.
-#include "railyard/sim/replay.hpp"
+#include "railyard/scenario/perfetto_trace.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -8,7 +8,9 @@
 #include <ostream>
 #include <set>
 
-namespace railyard::sim {
+namespace railyard::scenario {
+
+using namespace railyard::sim; // the simulator this layer drives
 
 namespace {
 
@@ -74,4 +76,4 @@ void write_chrome_trace(const ReplayResult& result, const workloads::Workload& w
   out << "\n]}\n";
 }
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

@@ -1,4 +1,5 @@
-#include "railyard/sim/run_workload.hpp"
+#include "railyard/scenario/run_workload.hpp"
+#include "railyard/scenario/perfetto_trace.hpp"
 
 #include "railyard/common/csv.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
@@ -10,7 +11,9 @@
 
 #include <algorithm>
 
-namespace railyard::sim {
+namespace railyard::scenario {
+
+using namespace railyard::sim; // the simulator this layer drives
 
 namespace {
 
@@ -69,9 +72,15 @@ nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
     // What times a collective: its lowered schedule alone on the fabric (analytical), the same schedule's transfers
     // on the network with everything else in flight (flows), or nothing (ideal: free once every member arrived).
     switch (result.replay.comm) {
-    case CommModel::Analytical: j["model"] = "schedule"; break;
-    case CommModel::Flows: j["model"] = "flows"; break;
-    case CommModel::Ideal: j["model"] = "none"; break;
+    case CommModel::Analytical:
+      j["model"] = "schedule";
+      break;
+    case CommModel::Flows:
+      j["model"] = "flows";
+      break;
+    case CommModel::Ideal:
+      j["model"] = "none";
+      break;
     }
     return j;
   }
@@ -135,12 +144,8 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
     profile = std::make_shared<const calibration::Profile>(calibration::read_profile(scenario.profile));
   if (profile) result.profile_system = profile->system;
   ReplayOptions options = scenario.workload->replay;
-  options.step_overhead = scenario.step_overhead;
   const std::size_t max_steps = limits.step_budget(footprint);
-  options.lower = [&scenario, &topology, max_steps](const models::CollectiveCall& call, const InputLocation& where) {
-    const models::CollectiveCall resolved = resolve_call(call, topology, scenario.nccl, where);
-    return lower_checked(lowering_input(resolved, topology, scenario.nccl, scenario.step_overhead), where, max_steps);
-  };
+  options.lower = nccl_lowering(topology, scenario.nccl, scenario.step_overhead, max_steps);
   // collective_model: profile: the fit where the profile covers the call, else the schedule; every distinct shape
   // is recorded once, with both times, for the summary.
   auto costs = std::make_shared<std::vector<CollectiveCostUse>>();
@@ -321,4 +326,4 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   folder.commit();
 }
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

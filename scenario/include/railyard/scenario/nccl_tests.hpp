@@ -5,7 +5,7 @@
 #pragma once
 
 #include "railyard/models/collective.hpp"
-#include "railyard/sim/scenario.hpp"
+#include "railyard/scenario/scenario.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace railyard::sim {
+namespace railyard::scenario {
 
 struct NcclTestsOptions {
   models::CollectiveKind kind = models::CollectiveKind::AllReduce;
@@ -77,4 +77,4 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
 /// comment lines.
 void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::string& scenario_name);
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

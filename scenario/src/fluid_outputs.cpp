@@ -1,6 +1,6 @@
 // flows.csv, links.csv and the summary.json "network" object of the fluid backend. Numbers are printed in their
 // shortest exact form (common/csv.hpp), so the same run writes the same bytes.
-#include "railyard/sim/fluid.hpp"
+#include "railyard/scenario/fluid_outputs.hpp"
 
 #include "railyard/common/csv.hpp"
 
@@ -12,15 +12,16 @@
 #include <map>
 #include <ostream>
 
-namespace railyard::sim {
+namespace railyard::scenario {
+
+using namespace railyard::sim; // the simulator this layer drives
 
 namespace {
 
 /// Nearest-rank percentile of sorted values (Hyndman and Fan definition 1).
 double percentile(const std::vector<double>& sorted, double p)
 {
-  if (sorted.empty())
-    return 0;
+  if (sorted.empty()) return 0;
   const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size())));
   return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
@@ -35,8 +36,7 @@ void write_flows_csv(const FluidReport& r, std::ostream& out)
   for (const FlowRecord& f : r.flows) {
     path.clear();
     for (std::uint32_t h = 0; h < f.hops; ++h) {
-      if (h)
-        path += ' ';
+      if (h) path += ' ';
       path += std::to_string(r.paths[f.path_offset + h]);
     }
     csv.record(f.id, f.src, f.dst, f.tag, f.qp, f.bytes, f.start, f.end, f.arrival, f.fct(), f.hops, path);
@@ -81,8 +81,7 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
                                                     {"headroom_bytes", c.pfc.headroom.value()},
                                                     {"priority", c.pfc.priority}}
                            : nlohmann::ordered_json(false);
-  if (c.queues())
-    j["time_step_s"] = c.time_step.value();
+  if (c.queues()) j["time_step_s"] = c.time_step.value();
 
   const FluidStats& st = r.stats;
   j["flows"] = st.flows;
@@ -129,8 +128,7 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
       max_flows = t.max_flows;
       max_flows_link = static_cast<std::int64_t>(l);
     }
-    if (!info.from_switch || !info.up)
-      continue;
+    if (!info.from_switch || !info.up) continue;
     Group& g = up[info.from];
     g.total += t.bytes;
     g.links++;
@@ -143,8 +141,7 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
   int groups = 0;
   std::int64_t worst_link = -1;
   for (const auto& [v, g] : up) {
-    if (g.total <= 0 || g.links < 2)
-      continue;
+    if (g.total <= 0 || g.links < 2) continue;
     const double ratio = g.max / (g.total / g.links);
     ratio_sum += ratio;
     ++groups;
@@ -163,4 +160,4 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
   return j;
 }
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

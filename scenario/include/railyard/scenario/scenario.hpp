@@ -7,8 +7,9 @@
 #include "railyard/models/collective.hpp"
 #include "railyard/models/lowering.hpp"
 #include "railyard/models/nccl_tuning.hpp"
+#include "railyard/scenario/workload_spec.hpp"
+#include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/sim/simulation.hpp"
-#include "railyard/sim/workload_spec.hpp"
 #include "railyard/topologies/topology.hpp"
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace railyard::sim {
+namespace railyard::scenario {
 
 struct CollectiveSpec {
   models::CollectiveCall call; ///< the call; for a group, a summary (first member's op, total size, all ranks)
@@ -30,18 +31,6 @@ struct CollectiveSpec {
   std::vector<InputLocation> group_where;
   std::vector<models::P2pTransfer> sends;
   [[nodiscard]] bool is_group() const { return !group.empty() || !sends.empty(); }
-};
-
-/// The `nccl:` section: the system NCCL's cost model assumes, and NCCL_ALGO / NCCL_PROTO as NCCL reads them.
-struct NcclSettings {
-  /// dgx_a100, dgx_h100, hgx_h200 or hgx_b200; when `nccl.system` is absent, the profile's GPU model's (A100,
-  /// H100, H200, B200), else empty: chosen from the NVLink bandwidth (nccl_resolve.hpp nccl_node)
-  std::string system;
-  std::string system_from;                ///< "scenario", "profile" or "" (NVLink bandwidth), for summaries
-  std::optional<std::string> algo, proto; ///< NCCL_ALGO / NCCL_PROTO text
-  models::NcclOverrides overrides;        ///< parsed from algo and proto
-  bool latencies = true;                  ///< NCCL's base and per-hop latencies (false: bytes and links only)
-  InputLocation where;                    ///< the section, for messages
 };
 
 /// Where one link parameter of the cluster came from: the scenario's `cluster:` section, the profile the scenario
@@ -67,9 +56,9 @@ struct Scenario {
   std::string name;
   topo::ClusterSpec cluster;
   InputLocation cluster_where;
-  SimulationConfig sim;
+  sim::SimulationConfig sim;
   Seconds step_overhead{0}; ///< `nccl.step_overhead`: fixed cost added to every collective step
-  NcclSettings nccl;        ///< the rest of `nccl:`
+  sim::NcclSettings nccl;   ///< the rest of `nccl:`
   std::vector<CollectiveSpec> collectives;
   /// `profile:` the calibration profile (resolved path; empty: none), and where the scenario names it.
   std::string profile;
@@ -96,7 +85,7 @@ Scenario parse_scenario(const YamlNode& root);
 Scenario parse_scenario(const YamlNode& root, bool collectives_required);
 Scenario load_scenario_cluster(const std::string& path);
 
-/// The NCCL system (NcclSettings::system) of a GPU model as CUDA names it ("NVIDIA H100 80GB HBM3" -> dgx_h100);
+/// The NCCL system (sim::NcclSettings::system) of a GPU model as CUDA names it ("NVIDIA H100 80GB HBM3" -> dgx_h100);
 /// empty for a GPU NCCL's cost model here does not know.
 std::string nccl_system_of_gpu(const std::string& gpu_model);
 
@@ -110,4 +99,4 @@ nlohmann::ordered_json cluster_links_json(const Scenario& scenario);
 /// Parses a `ranks:` value: "all", a list of GPU ids, or a range "a-b" (inclusive). Errors name the field.
 std::vector<int> parse_ranks(const YamlNode& node, int gpus);
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

@@ -1,6 +1,6 @@
 // The `network:` section of a scenario: which backend moves the bytes and, for the fluid one, path choice, congestion
 // control, PFC and what it records.
-#include "railyard/sim/simulation.hpp"
+#include "railyard/scenario/network_section.hpp"
 
 #include <fmt/format.h>
 
@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <limits>
 
-namespace railyard::sim {
+namespace railyard::scenario {
+
+using namespace railyard::sim; // the simulator this layer drives
 
 void parse_network(const YamlNode& net, SimulationConfig& config)
 {
-  net.expect_keys({"backend", "pxn", "time_precision", "ecmp", "qps_per_connection", "spray_max_paths", "cc",
-                   "dcqcn", "pfc", "mtu", "time_step", "outputs"});
+  net.expect_keys({"backend", "pxn", "time_precision", "ecmp", "qps_per_connection", "spray_max_paths", "cc", "dcqcn",
+                   "pfc", "mtu", "time_step", "outputs"});
   if (auto b = net.get("backend")) {
     const std::string name = b->as_string();
     const auto* k = std::find_if(kBackends.begin(), kBackends.end(), [&](Backend x) { return to_string(x) == name; });
@@ -35,8 +37,8 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
 
   FluidConfig& f = config.fluid;
   // Everything below is the fluid backend's; with simgrid it would be silently ignored, so refuse it.
-  for (const char* key : {"ecmp", "qps_per_connection", "spray_max_paths", "cc", "dcqcn", "pfc", "mtu", "time_step",
-                          "outputs"})
+  for (const char* key :
+       {"ecmp", "qps_per_connection", "spray_max_paths", "cc", "dcqcn", "pfc", "mtu", "time_step", "outputs"})
     if (auto n = net.get(key); n && config.backend != Backend::Fluid)
       n->fail(fmt::format("'{}' needs the fluid backend: the simgrid backend hashes every transfer anew and has no "
                           "congestion control, queues or flow records",
@@ -82,8 +84,7 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
     f.dcqcn = models::cc::parse_dcqcn(*d);
   }
   f.pfc = models::cc::pfc_defaults(f.mtu);
-  if (auto p = net.get("pfc"))
-    f.pfc = models::cc::parse_pfc(*p, f.mtu);
+  if (auto p = net.get("pfc")) f.pfc = models::cc::parse_pfc(*p, f.mtu);
   if (auto t = net.get("time_step")) {
     f.time_step = t->as_seconds();
     // Below 10 ns (a 500-byte packet at 400 Gb/s) the fluid premise is gone and every active queue costs an event
@@ -107,4 +108,4 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
   }
 }
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

@@ -6,10 +6,10 @@
 #include "railyard/common/child_process.hpp"
 
 #include "railyard/models/lowering.hpp"
+#include "railyard/scenario/scenario.hpp"
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/sim/replay.hpp"
-#include "railyard/sim/scenario.hpp"
 #include "railyard/topologies/topology.hpp"
 #include "railyard/workloads/op_graph.hpp"
 
@@ -26,6 +26,8 @@
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+
+namespace scn = railyard::scenario;
 
 using namespace railyard;
 namespace fs = std::filesystem;
@@ -69,7 +71,7 @@ protected:
     std::ofstream(p) << text;
     return p.string();
   }
-  sim::Scenario load(const std::string& text) const { return sim::load_scenario(write("scenario.yaml", text)); }
+  scn::Scenario load(const std::string& text) const { return scn::load_scenario(write("scenario.yaml", text)); }
 
   fs::path dir_;
 };
@@ -158,7 +160,7 @@ TEST_F(ProfileScenario, ScenarioValuesOverrideTheProfileAndTheSummarySaysWhereEa
   EXPECT_DOUBLE_EQ(sc.cluster.nic_bandwidth.value(), net.bandwidth_Bps);
   EXPECT_DOUBLE_EQ(sc.cluster.pcie_bandwidth.value(), pc.bandwidth_Bps);
 
-  const auto j = sim::cluster_links_json(sc);
+  const auto j = scn::cluster_links_json(sc);
   EXPECT_EQ(j["nvlink"]["bandwidth_Bps"].get<double>(), 123e9);
   EXPECT_EQ(j["nvlink"]["bandwidth_from"]["from"], "scenario");
   EXPECT_EQ(j["nvlink"]["bandwidth_from"]["line"], 6);
@@ -197,7 +199,7 @@ TEST_F(ProfileScenario, WithoutAProfileOmittedFieldsAreTheBuiltInDefaults)
   const topo::ClusterSpec defaults;
   EXPECT_EQ(sc.cluster.nvlink_bandwidth.value(), defaults.nvlink_bandwidth.value());
   EXPECT_EQ(sc.cluster.nic_latency.value(), defaults.nic_latency.value());
-  const auto j = sim::cluster_links_json(sc);
+  const auto j = scn::cluster_links_json(sc);
   EXPECT_EQ(j["nvlink"]["bandwidth_from"]["from"], "default");
   EXPECT_NE(j["nvlink"]["bandwidth_from"]["note"].get<std::string>().find("nor names a profile"), std::string::npos);
 }
@@ -210,7 +212,7 @@ TEST_F(ProfileScenario, NcclSystemComesFromTheProfilesGpuModel)
   EXPECT_GT(std::abs(std::log(450.0 / 367.2)), std::abs(std::log(367.2 / 300.0))); // why the bandwidth would mislead
   const auto h200 = load(shape_only("single_node", 1, 8, kH200));
   EXPECT_EQ(h200.nccl.system, "hgx_h200");
-  EXPECT_EQ(sim::nccl_system_json(h200)["from"].get<std::string>().rfind("profile " + kH200, 0), 0u);
+  EXPECT_EQ(scn::nccl_system_json(h200)["from"].get<std::string>().rfind("profile " + kH200, 0), 0u);
   const std::string a100 = std::string(RAILYARD_SOURCE_DIR) + "/calibration/profiles/dgx_a100_ib_hdr.yaml";
   EXPECT_EQ(load(shape_only("single_node", 1, 8, a100)).nccl.system, "dgx_a100");
   EXPECT_EQ(load(shape_only("single_node", 1, 8, kH100)).nccl.system, "dgx_h100");
@@ -405,6 +407,7 @@ TEST_F(ProfileScenario, AnalyticalReplayUsesTheGivenCollectiveTime)
                         o.comm = sim::CommModel::Analytical;
                         o.discrete_events = events;
                         o.trace_ranks = std::vector<int>{};
+                        o.lower = sim::nccl_lowering(t, sc.nccl, sc.step_overhead);
                         if (hook)
                           o.collective_time = [&](const models::CollectiveCall& call, const InputLocation& where) {
                             models::CollectiveCall forced = call;

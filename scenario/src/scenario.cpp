@@ -1,4 +1,5 @@
-#include "railyard/sim/scenario.hpp"
+#include "railyard/scenario/scenario.hpp"
+#include "railyard/scenario/network_section.hpp"
 
 #include "railyard/common/numbers.hpp"
 
@@ -10,7 +11,9 @@
 #include <numeric>
 #include <set>
 
-namespace railyard::sim {
+namespace railyard::scenario {
+
+using namespace railyard::sim; // the simulator this layer drives
 
 namespace {
 
@@ -71,8 +74,7 @@ std::string normalized_op(const YamlNode& n)
 {
   std::string out;
   for (char c : n.at("op").as_string())
-    if (c != '_' && c != '-' && c != ' ')
-      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (c != '_' && c != '-' && c != ' ') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   return out;
 }
 
@@ -131,7 +133,8 @@ CollectiveSpec parse_entry(const YamlNode& item, int gpus)
     const YamlNode list = item.at("group");
     const auto members = list.items();
     if (members.empty())
-      list.fail("the group is empty", "list the calls issued together, e.g. '[{op: send, size: 1 MiB, from: 0, to: 8}]'");
+      list.fail("the group is empty",
+                "list the calls issued together, e.g. '[{op: send, size: 1 MiB, from: 0, to: 8}]'");
     for (const auto& m : members) {
       if (m.has("repeat"))
         m.at("repeat").fail("a group member cannot repeat on its own", "put repeat on the group entry");
@@ -471,8 +474,7 @@ std::vector<int> parse_ranks(const YamlNode& node, int gpus)
     };
     const int a = end(s.substr(0, dash));
     const int b = end(s.substr(dash + 1));
-    if (a > b)
-      node.fail(fmt::format("range '{}' is empty", s), "write the lower GPU id first, e.g. '0-7'");
+    if (a > b) node.fail(fmt::format("range '{}' is empty", s), "write the lower GPU id first, e.g. '0-7'");
     for (int g = a; g <= b; ++g)
       out.push_back(g);
   } else {
@@ -484,18 +486,15 @@ std::vector<int> parse_ranks(const YamlNode& node, int gpus)
     if (g < 0 || g >= gpus)
       node.fail(fmt::format("GPU {} does not exist: the cluster has GPUs 0..{}", g, gpus - 1),
                 "use GPU ids inside the cluster");
-    if (!seen.insert(g).second)
-      node.fail(fmt::format("GPU {} is listed twice", g), "list each GPU once");
+    if (!seen.insert(g).second) node.fail(fmt::format("GPU {} is listed twice", g), "list each GPU once");
   }
-  if (out.empty())
-    node.fail("the rank set is empty", "list at least one GPU");
+  if (out.empty()) node.fail("the rank set is empty", "list at least one GPU");
   return out;
 }
 
 Scenario parse_scenario(const YamlNode& root, bool collectives_required)
 {
-  root.expect_keys({"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile",
-                   "workload"});
+  root.expect_keys({"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile", "workload"});
   Scenario sc;
   sc.file = root.where().file;
   sc.name = root.string_or("name", "scenario");
@@ -511,15 +510,13 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   } else {
     scenario_links(cluster, sc.link_origins);
   }
-  if (auto net = root.get("network"))
-    parse_network(*net, sc.sim);
+  if (auto net = root.get("network")) parse_network(*net, sc.sim);
   if (auto nc = root.get("nccl")) {
     nc->expect_keys({"step_overhead", "system", "algo", "proto", "latencies"});
     sc.nccl.where = nc->where();
     if (auto o = nc->get("step_overhead")) {
       sc.step_overhead = o->as_seconds();
-      if (sc.step_overhead.value() < 0)
-        o->fail("step_overhead is negative", "give a time of 0 or more, e.g. '0.5 us'");
+      if (sc.step_overhead.value() < 0) o->fail("step_overhead is negative", "give a time of 0 or more, e.g. '0.5 us'");
     }
     if (auto sys = nc->get("system")) {
       static const std::vector<std::string> kSystems{"dgx_a100", "dgx_h100", "hgx_h200", "hgx_b200"};
@@ -530,13 +527,10 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
                   "use one of: dgx_a100, dgx_h100, hgx_h200, hgx_b200 (the node layout NCCL's topology search sees)");
     }
     std::optional<YamlNode> algo = nc->get("algo"), proto = nc->get("proto");
-    if (algo)
-      sc.nccl.algo = algo->as_string();
-    if (proto)
-      sc.nccl.proto = proto->as_string();
+    if (algo) sc.nccl.algo = algo->as_string();
+    if (proto) sc.nccl.proto = proto->as_string();
     // NCCL_ALGO and NCCL_PROTO in NCCL's own syntax; a bad list names the line of the key it came from.
-    if (algo)
-      sc.nccl.overrides = models::NcclOverrides::parse(sc.nccl.algo, std::nullopt, algo->where());
+    if (algo) sc.nccl.overrides = models::NcclOverrides::parse(sc.nccl.algo, std::nullopt, algo->where());
     if (proto) {
       const auto p = models::NcclOverrides::parse(std::nullopt, sc.nccl.proto, proto->where());
       sc.nccl.overrides.protocols = p.protocols;
@@ -552,8 +546,9 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   if (!collectives_required && !root.has("collectives")) return sc;
   if (auto wl = root.get("workload")) {
     if (root.has("collectives"))
-      root.at("collectives").fail("a scenario runs either collectives or a workload, not both",
-                                  "move the collectives into a scenario of their own");
+      root.at("collectives")
+          .fail("a scenario runs either collectives or a workload, not both",
+                "move the collectives into a scenario of their own");
     sc.workload = parse_workload(*wl, sc.file);
     if (sc.workload->collective_model == WorkloadSpec::CollectiveModel::Profile) {
       const InputLocation& at = sc.workload->collective_model_where;
@@ -595,11 +590,20 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   return sc;
 }
 
-Scenario parse_scenario(const YamlNode& root) { return parse_scenario(root, true); }
+Scenario parse_scenario(const YamlNode& root)
+{
+  return parse_scenario(root, true);
+}
 
-Scenario load_scenario(const std::string& path) { return parse_scenario(YamlNode::load_file(path)); }
+Scenario load_scenario(const std::string& path)
+{
+  return parse_scenario(YamlNode::load_file(path));
+}
 
-Scenario load_scenario_cluster(const std::string& path) { return parse_scenario(YamlNode::load_file(path), false); }
+Scenario load_scenario_cluster(const std::string& path)
+{
+  return parse_scenario(YamlNode::load_file(path), false);
+}
 
 std::vector<std::string> Scenario::input_files() const
 {
@@ -613,4 +617,4 @@ std::vector<std::string> Scenario::input_files() const
   return files;
 }
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

@@ -1,4 +1,6 @@
-#include "railyard/sim/run.hpp"
+#include "railyard/scenario/run.hpp"
+#include "railyard/scenario/fluid_outputs.hpp"
+#include "railyard/scenario/lowering.hpp"
 
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
@@ -13,7 +15,9 @@
 #include <algorithm>
 #include <filesystem>
 
-namespace railyard::sim {
+namespace railyard::scenario {
+
+using namespace railyard::sim; // the simulator this layer drives
 
 BytesPerSec CollectiveResult::algbw() const
 {
@@ -23,12 +27,6 @@ BytesPerSec CollectiveResult::algbw() const
 BytesPerSec CollectiveResult::busbw() const
 {
   return algbw() * models::busbw_factor(call.kind, static_cast<int>(call.ranks.size()));
-}
-
-models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
-                                    const InputLocation& where)
-{
-  return resolve_call(call, topology, NcclSettings{}, where);
 }
 
 RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
@@ -65,7 +63,8 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
   // repeated k times is kept k times).
   std::size_t budget = limits.step_budget(footprint);
   for (const auto& spec : scenario.collectives) {
-    const std::size_t per_copy = budget > 0 ? std::max<std::size_t>(1, budget / static_cast<std::size_t>(spec.repeat)) : 0;
+    const std::size_t per_copy =
+        budget > 0 ? std::max<std::size_t>(1, budget / static_cast<std::size_t>(spec.repeat)) : 0;
     lowered_specs.push_back(lower_spec(spec, topology, scenario, per_copy));
     const LoweredSpec& lowered = lowered_specs.back();
     if (budget > 0) budget -= std::min(budget, lowered.schedule.num_steps() * static_cast<std::size_t>(spec.repeat));
@@ -136,8 +135,7 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
   }
   result.simulated_time = sim.now();
   result.flows = sim.network().totals();
-  if (FluidNetwork* fluid = sim.fluid())
-    result.network = std::make_shared<const FluidReport>(fluid->take_report());
+  if (FluidNetwork* fluid = sim.fluid()) result.network = std::make_shared<const FluidReport>(fluid->take_report());
   return result;
 }
 
@@ -212,4 +210,4 @@ void write_outputs(const RunResult& result, OutputDir& folder)
   folder.commit();
 }
 
-} // namespace railyard::sim
+} // namespace railyard::scenario

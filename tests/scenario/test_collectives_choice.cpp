@@ -5,9 +5,9 @@
 // groups and sends parse and run.
 #include "railyard/common/child_process.hpp"
 #include "railyard/models/nccl_tuning.hpp"
+#include "railyard/scenario/run.hpp"
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
-#include "railyard/sim/run.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,8 @@
 
 #include <iostream>
 #include <numeric>
+
+namespace scn = railyard::scenario;
 
 using namespace railyard;
 using models::Algorithm;
@@ -217,9 +219,9 @@ TEST(NcclChoice, SystemFollowsTheNvlinkBandwidthWhenNotNamed)
   EXPECT_EQ(sim::nccl_node(settings("hgx_h200"), c).compute_capability, 90);
 }
 
-sim::Scenario scenario_from(const std::string& text)
+scn::Scenario scenario_from(const std::string& text)
 {
-  return sim::parse_scenario(YamlNode::load_string(text, "s.yaml"));
+  return scn::parse_scenario(YamlNode::load_string(text, "s.yaml"));
 }
 
 const char* kCluster = "name: g\ncluster:\n  kind: rail_optimized\n  nodes: 2\n  gpus_per_node: 8\n"
@@ -229,7 +231,7 @@ TEST(ScenarioGroups, GroupsAndSendsParseAndRunTogether)
 {
   const std::string header =
       std::string(kCluster) + "nccl: {system: dgx_h100, algo: \"ring,tree\", proto: \"^LL128\"}\ncollectives:\n";
-  const sim::Scenario sc = scenario_from(header + "  - group:\n"
+  const scn::Scenario sc = scenario_from(header + "  - group:\n"
                                                   "      - {op: send, size: 16 MiB, from: 0, to: 8}\n"
                                                   "      - {op: send, size: 16 MiB, from: 1, to: 9}\n"
                                                   "    label: two sends\n"
@@ -242,9 +244,9 @@ TEST(ScenarioGroups, GroupsAndSendsParseAndRunTogether)
   EXPECT_FALSE(sc.collectives[2].is_group());
   EXPECT_FALSE(sc.nccl.overrides.algorithm_allowed(CollectiveKind::AllReduce, Algorithm::Nvls));
   EXPECT_EQ(sc.nccl.overrides.protocol_enable(CollectiveKind::AllReduce, Protocol::LL128), models::NcclEnable::Off);
-  const auto run = [](const sim::Scenario& s) {
+  const auto run = [](const scn::Scenario& s) {
     return run_in_child([&] {
-             const auto r = sim::run_scenario(s);
+             const auto r = scn::run_scenario(s);
              std::vector<double> out;
              for (const auto& c : r.collectives)
                out.push_back(c.time().value());

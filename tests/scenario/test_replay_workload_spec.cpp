@@ -1,11 +1,13 @@
 // The `workload:` section's generator fields that steer Megatron's pipeline and embedding work (tied_embeddings,
 // blocking_p2p, scatter_gather_p2p): read from YAML, their defaults when absent, and a clear error naming the field
 // for a value that is not a boolean.
-#include "railyard/sim/workload_spec.hpp"
+#include "railyard/scenario/workload_spec.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
+
+namespace scn = railyard::scenario;
 
 using namespace railyard;
 
@@ -26,10 +28,10 @@ std::string section(const std::string& model_extra, const std::string& parallel_
          "  training: {micro_batch: 1, global_batch: 4}\n";
 }
 
-sim::WorkloadSpec parse(const std::string& text)
+scn::WorkloadSpec parse(const std::string& text)
 {
   const YamlNode root = YamlNode::load_string(text, "scenario.yaml");
-  return sim::parse_workload(root.at("workload"), "scenario.yaml");
+  return scn::parse_workload(root.at("workload"), "scenario.yaml");
 }
 
 // Bytes of the first Send of stage 0's program.

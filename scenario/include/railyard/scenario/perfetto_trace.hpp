@@ -1,0 +1,15 @@
+// A replay's timeline as a file Perfetto opens.
+#pragma once
+
+#include "railyard/sim/replay.hpp"
+#include "railyard/workloads/op_graph.hpp"
+
+#include <iosfwd>
+
+namespace railyard::scenario {
+
+/// Chrome trace JSON (the format Perfetto and chrome://tracing open): one process per traced rank, one thread per
+/// stream, one complete event per op; times in microseconds with 3 decimals, so equal results give equal files.
+void write_chrome_trace(const sim::ReplayResult& result, const workloads::Workload& workload, std::ostream& out);
+
+} // namespace railyard::scenario
