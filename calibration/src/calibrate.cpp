@@ -491,8 +491,18 @@ private:
                                    "be fitted",
                                    what),
                        "measure up to larger sizes (at least 64 MiB)");
+    // A slope so small that its inverse exceeds any bandwidth (found by tests/fuzz: fuzz_calibrate) comes from sizes
+    // whose times barely grow, not from a link: refused here, where the logs can be named, not by the profile writer.
+    const double bandwidth = round_significant(1.0 / last.slope / units::kGB) * units::kGB;
+    if (!(bandwidth <= limits::kMaxBytesPerSec))
+      throw InputError({join(files), 0, ""},
+                       fmt::format("{} times grow so little with size at the largest sizes that the fitted bandwidth, "
+                                   "{:.3g} B/s, is above the most a bandwidth may be ({:.0e} B/s)",
+                                   what, bandwidth, limits::kMaxBytesPerSec),
+                       "check the largest sizes' rows (a size or time mistyped, or rows of another run), or measure "
+                       "up to larger sizes");
     l.latency = Seconds(round_significant(first.intercept * 1e6) * 1e-6);
-    l.bandwidth = BytesPerSec(round_significant(1.0 / last.slope / units::kGB) * units::kGB);
+    l.bandwidth = BytesPerSec(bandwidth);
     l.latency_source = fmt::format("fit: intercept of the smallest-size piece of {} times in {}", what, join(files));
     l.bandwidth_source = fmt::format("fit: 1/slope of the largest-size piece of {} times in {}", what, join(files));
     l.fit = FitRecord{rounded(pf.quality), files};
@@ -735,9 +745,22 @@ CalibrationResult calibrate(const std::vector<std::string>& inputs, const Calibr
   if (inputs.empty())
     throw InputError({"", 0, "--from"}, "no input files", "name nccl-tests logs or calibration CSVs after --from");
   Calibrator c(options);
-  for (const auto& path : expand_inputs(inputs))
+  const std::vector<std::string> files = expand_inputs(inputs);
+  for (const auto& path : files)
     c.add(path);
-  return c.finish();
+  CalibrationResult result = c.finish();
+  // What calibrate returns, the profile writer writes and the reader reads back: a fitted number outside its range
+  // is the measurements' fault, named here with the files, rather than the writer's internal error (exit 3).
+  try {
+    (void)profile_to_yaml(result.profile);
+  } catch (const std::invalid_argument& e) {
+    std::string files_text;
+    for (const auto& f : files)
+      files_text += (files_text.empty() ? "" : ", ") + f;
+    throw InputError({files_text, 0, ""}, fmt::format("the measurements fit a profile that breaks a rule: {}", e.what()),
+                     "check the rows the fit used for a mistyped size or time, or measure more sizes");
+  }
+  return result;
 }
 
 } // namespace railyard::calibration

@@ -518,3 +518,19 @@ TEST(CalibrateDroppedRows, LogRowsDroppedAreListedAndUnrepresentableSizesRefused
   EXPECT_EQ(e.where().field, "size");
   EXPECT_NE(e.rule().find("cannot be represented"), std::string::npos) << e.what();
 }
+
+// Found by tests/fuzz (fuzz_calibrate): a sendrecv log whose largest sizes' times barely grow (rows cut and pasted
+// into one another) fitted a link bandwidth of 1.1e15 B/s, above the 1e15 B/s a profile may hold; the profile writer
+// then refused its own input with std::invalid_argument (exit 3). calibrate refuses it, naming the log.
+TEST(CalibrateRanges, AFittedBandwidthBeyondItsRangeIsRefusedNamingTheLog)
+{
+  const std::string log =
+      std::string(RAILYARD_SOURCE_DIR) + "/tests/fuzz/corpus/calibrate/link_bandwidth_beyond_1e15.log";
+  try {
+    (void)rc::calibrate({log}, {});
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().file.find("link_bandwidth_beyond_1e15.log"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1e+15 B/s"), std::string::npos) << e.what();
+  }
+}

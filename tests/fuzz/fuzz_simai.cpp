@@ -6,15 +6,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
-  namespace fz = railyard::fuzz;
   namespace wl = railyard::workloads;
-  auto& dir = fz::scratch();
-  dir.clear();
-  const std::string path = dir.write("workload.txt", fz::as_text(data, size));
-  fz::expect_only_input_errors([&] { (void)wl::read_simai_workload(path); });
-  wl::LayerWorkloadOptions given;
+  wl::LayerWorkloadOptions given; // as a scenario sets them: 16 ranks, model-parallel groups of 4
   given.world_size = 16;
   given.model_parallel = 4;
-  fz::expect_only_input_errors([&] { (void)wl::read_simai_workload(path, given); });
+  railyard::fuzz::read_workload_file_twice(
+      data, size, "workload.txt", given,
+      [](const std::string& path, const wl::LayerWorkloadOptions& o) { return wl::read_simai_workload(path, o); });
   return 0;
 }

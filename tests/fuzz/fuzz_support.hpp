@@ -122,4 +122,17 @@ inline ScratchDir& scratch()
   return dir;
 }
 
+/// The layer-wise text workload readers (SimAI, ASTRA-sim 1.0, AICB physical) on one input written as `file_name`,
+/// read twice: with the options the file itself gives, and with `given` (set as a scenario would set them).
+template <class Options, class Read>
+void read_workload_file_twice(const std::uint8_t* data, std::size_t size, const char* file_name, const Options& given,
+                              Read read)
+{
+  auto& dir = scratch();
+  dir.clear();
+  const std::string path = dir.write(file_name, as_text(data, size));
+  expect_only_input_errors([&] { (void)read(path, Options{}); });
+  expect_only_input_errors([&] { (void)read(path, given); });
+}
+
 } // namespace railyard::fuzz
