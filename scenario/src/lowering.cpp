@@ -14,22 +14,22 @@ LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topolog
 {
   LoweredSpec out;
   if (!spec.is_group()) {
-    out.call = resolve_call(spec.call, topology, scenario.nccl, spec.where);
-    out.schedule =
-        lower_checked(lowering_input(out.call, topology, scenario.nccl, scenario.step_overhead), spec.where, max_steps);
+    const NcclCommunicator comm(spec.call.ranks, topology, scenario.nccl);
+    out.call = comm.resolve(spec.call, spec.where);
+    out.schedule = lower_checked(comm.lowering_input(out.call, scenario.step_overhead), spec.where, max_steps);
     return out;
   }
   std::vector<models::Schedule> members;
   out.call = spec.call;
   for (std::size_t i = 0; i < spec.group.size(); ++i) {
     const InputLocation& w = i < spec.group_where.size() ? spec.group_where[i] : spec.where;
-    const auto call = resolve_call(spec.group[i], topology, scenario.nccl, w);
+    const NcclCommunicator comm(spec.group[i].ranks, topology, scenario.nccl);
+    const auto call = comm.resolve(spec.group[i], w);
     if (i == 0) {
       out.call.algorithm = call.algorithm;
       out.call.protocol = call.protocol;
     }
-    members.push_back(
-        lower_checked(lowering_input(call, topology, scenario.nccl, scenario.step_overhead), w, max_steps));
+    members.push_back(lower_checked(comm.lowering_input(call, scenario.step_overhead), w, max_steps));
   }
   if (!spec.sends.empty()) {
     double largest = 0;

@@ -124,6 +124,8 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
   }
   run.algo_env = scenario.nccl.algo;
   run.proto_env = scenario.nccl.proto;
+  // One communicator for the whole sweep, as nccl-tests creates one and calls it for every size.
+  const NcclCommunicator comm(ranks, topology, scenario.nccl);
 
   for (std::int64_t size = options.min_bytes; size <= options.max_bytes;
        size = options.step_factor > 1 ? size * options.step_factor : size + options.step_bytes) {
@@ -134,8 +136,8 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     call.bytes = Bytes(static_cast<double>(row.counts.size_bytes));
     call.ranks = ranks;
     call.root = options.root;
-    row.call = resolve_call(call, topology, scenario.nccl, where);
-    const models::Schedule s = models::lower(lowering_input(row.call, topology, scenario.nccl, scenario.step_overhead));
+    row.call = comm.resolve(call, where);
+    const models::Schedule s = models::lower(comm.lowering_input(row.call, scenario.step_overhead));
     // Every size in a simulation of its own: nccl-tests puts a barrier between sizes, and without one the ranks that
     // finish a size first would start the next early and its time would include the previous size's tail. SimGrid
     // runs one engine per process, so each simulation runs in a child process.

@@ -410,10 +410,8 @@ std::string nccl_system_of_gpu(const std::string& gpu_model)
 {
   // CUDA's names: "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200". H200 before H100
   // would not matter (neither name holds the other), but B200 must not be read as a "200" of anything else.
-  static const std::pair<const char*, const char*> kGpus[] = {
-      {"A100", "dgx_a100"}, {"H100", "dgx_h100"}, {"H200", "hgx_h200"}, {"B200", "hgx_b200"}};
-  for (const auto& [gpu, system] : kGpus)
-    if (gpu_model.find(gpu) != std::string::npos) return system;
+  for (const NcclSystem& s : kNcclSystems)
+    if (gpu_model.find(s.gpu) != std::string::npos) return std::string(s.name);
   return {};
 }
 
@@ -519,12 +517,11 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
       if (sc.step_overhead.value() < 0) o->fail("step_overhead is negative", "give a time of 0 or more, e.g. '0.5 us'");
     }
     if (auto sys = nc->get("system")) {
-      static const std::vector<std::string> kSystems{"dgx_a100", "dgx_h100", "hgx_h200", "hgx_b200"};
       sc.nccl.system = sys->as_string();
       sc.nccl.system_from = "scenario";
-      if (std::find(kSystems.begin(), kSystems.end(), sc.nccl.system) == kSystems.end())
+      if (!find_nccl_system(sc.nccl.system))
         sys->fail(fmt::format("unknown system '{}' for NCCL's cost model", sc.nccl.system),
-                  "use one of: dgx_a100, dgx_h100, hgx_h200, hgx_b200 (the node layout NCCL's topology search sees)");
+                  fmt::format("use one of: {} (the node layout NCCL's topology search sees)", nccl_system_names()));
     }
     std::optional<YamlNode> algo = nc->get("algo"), proto = nc->get("proto");
     if (algo) sc.nccl.algo = algo->as_string();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
 namespace railyard::sim {
@@ -62,21 +63,9 @@ int pow2_up(int v)
 
 } // namespace
 
-// NCCL's p2p channels (ncclTopoComputeP2pChannels: the communicator's channels rounded up to a power of two), of
-// which each peer takes two (NCCL_NCHANNELS_PER_NET_PEER's default; an assumption for NVLink peers), so this many
-// rounds run at once.
 int p2p_lanes(const std::vector<int>& ranks, const topo::Topology& topology, const NcclSettings& settings)
 {
-  models::CollectiveCall probe;
-  probe.kind = models::CollectiveKind::AllReduce;
-  probe.ranks = ranks;
-  int comm = 0;
-  if (const auto in = nccl_input(probe, topology, settings)) comm = in->comm_channels;
-  if (comm < 1) {
-    const auto node = nccl_node(settings, topology.spec());
-    comm = models::derive_graphs(node, std::max(1, topology.num_nodes())).comm_channels;
-  }
-  return std::max(1, pow2_up(std::max(1, comm)) / 2);
+  return NcclCommunicator(ranks, topology, settings).p2p_lanes();
 }
 
 models::Schedule lower_checked(models::LoweringInput in, const InputLocation& where, std::size_t max_steps)
@@ -103,21 +92,28 @@ models::Schedule lower_checked(models::LoweringInput in, const InputLocation& wh
   }
 }
 
+const NcclSystem* find_nccl_system(std::string_view name)
+{
+  for (const NcclSystem& s : kNcclSystems)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::string nccl_system_names()
+{
+  std::string out;
+  for (const NcclSystem& s : kNcclSystems)
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", s.name);
+  return out;
+}
+
 models::NodeSpec nccl_node(const NcclSettings& settings, const topo::ClusterSpec& cluster)
 {
   models::NodeLayout layout = models::NodeLayout::DgxH100;
   std::string name;
-  if (settings.system == "dgx_a100") {
-    layout = models::NodeLayout::DgxA100;
-  } else if (settings.system == "dgx_h100") {
-    layout = models::NodeLayout::DgxH100;
-  } else if (settings.system == "hgx_h200") {
-    // H200 is an H100 with more HBM: same sm90, 18 NVLink4 links, NVSwitch with NVLink SHARP (NVIDIA HGX H200
-    // datasheet), so NCCL's search sees the DGX H100 layout.
-    layout = models::NodeLayout::DgxH100;
-    name = "HGX H200";
-  } else if (settings.system == "hgx_b200") {
-    layout = models::NodeLayout::HgxB200;
+  if (const NcclSystem* system = find_nccl_system(settings.system)) {
+    layout = system->layout;
+    name = system->display;
   } else {
     // Nearest NVLink generation by ratio: A100 300, H100/H200 450, B200 900 GB/s per GPU and direction.
     const double gbps = cluster.nvlink_bandwidth.value() / 1e9;
@@ -140,43 +136,68 @@ models::NodeSpec nccl_node(const NcclSettings& settings, const topo::ClusterSpec
   return node;
 }
 
+NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology& topology, NcclSettings settings)
+    : topology_(&topology), settings_(std::move(settings)), ranks_(std::move(ranks))
+{
+  const models::NodeSpec cluster_node = nccl_node(settings_, topology.spec());
+  compute_capability_ = cluster_node.compute_capability;
+  const auto hops = hop_latencies(topology);
+  intra_hop_ = hops.intra;
+  inter_hop_ = hops.inter;
+  const auto per_node = ranks_per_node(ranks_, topology);
+  bool equal = !per_node.empty();
+  const int ppn = equal ? per_node.begin()->second : 0;
+  for (const auto& [node, count] : per_node)
+    equal = equal && count == ppn;
+  if (equal) {
+    const int nnodes = static_cast<int>(per_node.size());
+    models::NodeSpec node = cluster_node;
+    // NCCL searches graphs over the communicator's GPUs only, each with its own NIC on a rail-optimized node. With
+    // one GPU per node the NVLink budget of derive_graphs does not apply; a two-GPU node with one NIC gives the same
+    // NIC bound without its (g - 1) / g term, which is zero for one GPU.
+    node.gpus = std::max(2, ppn);
+    node.nics = std::max(1, std::min(node.nics, ppn));
+    const auto graphs = models::derive_graphs(node, nnodes);
+    models::NcclTuningInput in;
+    in.nranks = static_cast<int>(ranks_.size());
+    in.nnodes = nnodes;
+    in.gpus_per_node = ppn;
+    in.compute_capability = node.compute_capability;
+    in.cpu = node.cpu;
+    in.nvls_supported = node.nvswitch_multicast && node.compute_capability >= 90 && ppn > 2;
+    in.ring = graphs.ring;
+    in.tree = graphs.tree;
+    in.nvls = graphs.nvls;
+    in.comm_channels = graphs.comm_channels;
+    in.nvls_channels = in.nvls_supported ? graphs.nvls_channels : 0;
+    in.overrides = settings_.overrides;
+    tuning_ = in;
+  }
+  int comm = tuning_ ? tuning_->comm_channels : 0;
+  if (comm < 1) comm = models::derive_graphs(cluster_node, std::max(1, topology.num_nodes())).comm_channels;
+  p2p_lanes_ = std::max(1, pow2_up(std::max(1, comm)) / 2);
+}
+
 std::optional<models::NcclTuningInput> nccl_input(const models::CollectiveCall& call, const topo::Topology& topology,
                                                   const NcclSettings& settings)
 {
-  const auto per_node = ranks_per_node(call.ranks, topology);
-  if (per_node.empty()) return std::nullopt;
-  const int ppn = per_node.begin()->second;
-  for (const auto& [node, count] : per_node)
-    if (count != ppn) return std::nullopt;
-  const int nnodes = static_cast<int>(per_node.size());
-  models::NodeSpec node = nccl_node(settings, topology.spec());
-  // NCCL searches graphs over the communicator's GPUs only, each with its own NIC on a rail-optimized node. With one
-  // GPU per node the NVLink budget of derive_graphs does not apply; a two-GPU node with one NIC gives the same NIC
-  // bound without its (g - 1) / g term, which is zero for one GPU.
-  node.gpus = std::max(2, ppn);
-  node.nics = std::max(1, std::min(node.nics, ppn));
-  const auto graphs = models::derive_graphs(node, nnodes);
-  models::NcclTuningInput in;
-  in.collective = call.kind;
-  in.bytes = call.bytes;
-  in.nranks = static_cast<int>(call.ranks.size());
-  in.nnodes = nnodes;
-  in.gpus_per_node = ppn;
-  in.compute_capability = node.compute_capability;
-  in.cpu = node.cpu;
-  in.nvls_supported = node.nvswitch_multicast && node.compute_capability >= 90 && ppn > 2;
-  in.ring = graphs.ring;
-  in.tree = graphs.tree;
-  in.nvls = graphs.nvls;
-  in.comm_channels = graphs.comm_channels;
-  in.nvls_channels = in.nvls_supported ? graphs.nvls_channels : 0;
-  in.overrides = settings.overrides;
+  auto in = NcclCommunicator(call.ranks, topology, settings).tuning();
+  if (in) {
+    in->collective = call.kind;
+    in->bytes = call.bytes;
+  }
   return in;
 }
 
 models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
                                     const NcclSettings& settings, const InputLocation& where)
 {
+  return NcclCommunicator(call.ranks, topology, settings).resolve(call, where);
+}
+
+models::CollectiveCall NcclCommunicator::resolve(const models::CollectiveCall& call, const InputLocation& where) const
+{
+  const NcclSettings& settings = settings_;
   models::CollectiveCall out = call;
   if (call.ranks.empty())
     throw InputError(where, fmt::format("{} has no ranks", models::to_string(call.kind)), "list at least one GPU");
@@ -198,11 +219,15 @@ models::CollectiveCall resolve_call(const models::CollectiveCall& call, const to
         call.kind == models::CollectiveKind::AllToAll ? call.bytes.value() / call.ranks.size() : call.bytes.value();
     out.algorithm = models::Algorithm::Ring; // NCCL's p2p path has no algorithm; Ring stands in for it in outputs
     out.protocol = models::p2p_protocol(Bytes(per_transfer));
-    if (!out.channels) out.channels = p2p_lanes(call.ranks, topology, settings);
+    if (!out.channels) out.channels = p2p_lanes_;
     return out;
   }
 
-  auto in = nccl_input(call, topology, settings);
+  auto in = tuning_;
+  if (in) {
+    in->collective = call.kind;
+    in->bytes = call.bytes;
+  }
   if (!in) {
     if (call.algorithm && call.protocol && call.channels) return out;
     throw InputError(where,
@@ -257,23 +282,27 @@ models::CollectiveCall resolve_call(const models::CollectiveCall& call, const to
 models::LoweringInput lowering_input(const models::CollectiveCall& resolved, const topo::Topology& topology,
                                      const NcclSettings& settings, Seconds step_overhead)
 {
+  return NcclCommunicator(resolved.ranks, topology, settings).lowering_input(resolved, step_overhead);
+}
+
+models::LoweringInput NcclCommunicator::lowering_input(const models::CollectiveCall& resolved,
+                                                       Seconds step_overhead) const
+{
   models::LoweringInput li;
   li.call = resolved;
-  li.gpus_per_node = topology.gpus_per_node();
+  li.gpus_per_node = topology_->gpus_per_node();
   li.step_overhead = step_overhead;
-  const int cc = nccl_node(settings, topology.spec()).compute_capability;
   const auto costs = models::nccl_lowering_costs(resolved.algorithm.value_or(models::Algorithm::Ring),
-                                                 resolved.protocol.value_or(models::Protocol::Simple), cc,
-                                                 static_cast<int>(resolved.ranks.size()));
+                                                 resolved.protocol.value_or(models::Protocol::Simple),
+                                                 compute_capability_, static_cast<int>(resolved.ranks.size()));
   li.costs.nvls_efficiency = costs.nvls_efficiency;
-  if (!settings.latencies) return li;
+  if (!settings_.latencies) return li;
   // NCCL's hwLat is the whole latency of a hop, wire included. The simulator charges the wire through the topology's
   // link latencies, so a step's overhead is what NCCL's number adds beyond the path (none when the path alone is
   // slower).
-  const auto hops = hop_latencies(topology);
   li.costs.launch = costs.launch;
-  li.costs.intra_hop = Seconds(std::max(0.0, (costs.intra_hop - hops.intra).value()));
-  li.costs.inter_hop = Seconds(std::max(0.0, (costs.inter_hop - hops.inter).value()));
+  li.costs.intra_hop = Seconds(std::max(0.0, (costs.intra_hop - intra_hop_).value()));
+  li.costs.inter_hop = Seconds(std::max(0.0, (costs.inter_hop - inter_hop_).value()));
   return li;
 }
 
@@ -290,10 +319,14 @@ HopLatencies hop_latencies(const topo::Topology& topology)
 std::function<models::Schedule(const models::CollectiveCall&, const InputLocation&)>
 nccl_lowering(const topo::Topology& topology, NcclSettings settings, Seconds step_overhead, std::size_t max_steps)
 {
-  return [&topology, settings = std::move(settings), step_overhead, max_steps](const models::CollectiveCall& call,
-                                                                               const InputLocation& where) {
-    const models::CollectiveCall resolved = resolve_call(call, topology, settings, where);
-    return lower_checked(lowering_input(resolved, topology, settings, step_overhead), where, max_steps);
+  // Built on a communicator's first call, looked up on the others; shared by the copies of the function.
+  auto comms = std::make_shared<std::map<std::vector<int>, NcclCommunicator>>();
+  return [&topology, settings = std::move(settings), step_overhead, max_steps,
+          comms](const models::CollectiveCall& call, const InputLocation& where) {
+    auto it = comms->find(call.ranks);
+    if (it == comms->end()) it = comms->emplace(call.ranks, NcclCommunicator(call.ranks, topology, settings)).first;
+    const models::CollectiveCall resolved = it->second.resolve(call, where);
+    return lower_checked(it->second.lowering_input(resolved, step_overhead), where, max_steps);
   };
 }
 

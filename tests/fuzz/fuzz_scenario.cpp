@@ -12,6 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const std::string name = std::string(RAILYARD_SOURCE_DIR) + "/examples/fuzz_input.yaml";
   const std::string text = railyard::fuzz::as_text(data, size);
   railyard::fuzz::expect_only_input_errors(
-      [&] { (void)railyard::scn::parse_scenario(railyard::YamlNode::load_string(text, name)); });
+      [&] { (void)scn::parse_scenario(railyard::YamlNode::load_string(text, name)); });
   return 0;
 }

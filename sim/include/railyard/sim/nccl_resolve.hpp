@@ -8,9 +8,13 @@
 #include "railyard/models/nccl_tuning.hpp"
 #include "railyard/topologies/topology.hpp"
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace railyard::sim {
 
@@ -26,6 +30,28 @@ struct NcclSettings {
   bool latencies = true;                  ///< NCCL's base and per-hop latencies (false: bytes and links only)
   InputLocation where;                    ///< the section, for messages
 };
+
+/// The systems NCCL's cost model is given here, spelled once: the name a scenario's `nccl.system` uses, the GPU
+/// CUDA names (a profile's GPU model maps to the system through it), the node layout NCCL's topology search sees,
+/// and the node's display name where it differs from the layout's.
+struct NcclSystem {
+  std::string_view name; ///< nccl.system
+  std::string_view gpu;  ///< as it appears in CUDA's device name ("NVIDIA H100 80GB HBM3")
+  models::NodeLayout layout;
+  std::string_view display; ///< empty: the layout's own name
+};
+/// H200 is an H100 with more HBM: same sm90, 18 NVLink4 links, NVSwitch with NVLink SHARP (NVIDIA HGX H200
+/// datasheet), so NCCL's search sees the DGX H100 layout.
+inline constexpr std::array<NcclSystem, 4> kNcclSystems{{
+    {"dgx_a100", "A100", models::NodeLayout::DgxA100, ""},
+    {"dgx_h100", "H100", models::NodeLayout::DgxH100, ""},
+    {"hgx_h200", "H200", models::NodeLayout::DgxH100, "HGX H200"},
+    {"hgx_b200", "B200", models::NodeLayout::HgxB200, ""},
+}};
+/// The entry of kNcclSystems named `name`; null for none.
+const NcclSystem* find_nccl_system(std::string_view name);
+/// "dgx_a100, dgx_h100, hgx_h200, hgx_b200": the names, for messages.
+std::string nccl_system_names();
 
 /// The node NCCL's topology search sees: `nccl.system`, or when it is absent the generation whose NVLink bandwidth
 /// per GPU the cluster's is closest to (A100 300 GB/s, H100/H200 450 GB/s, B200 900 GB/s). NICs are the cluster's.
@@ -46,6 +72,39 @@ std::optional<models::NcclTuningInput> nccl_input(const models::CollectiveCall& 
 models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
                                     const NcclSettings& settings, const InputLocation& where);
 
+/// One NCCL communicator on a topology, built once as NCCL builds one (ncclCommInitRank runs the topology search and
+/// ncclTopoTuneModel once per communicator): its ranks, nodes and ranks per node, the graphs of derive_graphs, its
+/// channel counts, NVLS availability, p2p lanes, the settings' NCCL_ALGO / NCCL_PROTO and the hop latencies NCCL's
+/// costs are net of. Each call of the communicator is then a lookup in that state: resolve() adds the call's
+/// collective, size and own choices and asks NCCL's cost table (models::choose).
+class NcclCommunicator {
+public:
+  NcclCommunicator(std::vector<int> ranks, const topo::Topology& topology, NcclSettings settings);
+
+  [[nodiscard]] const std::vector<int>& ranks() const { return ranks_; }
+  /// NCCL's cost-model input for this communicator (collective and bytes left at their defaults); empty when the
+  /// ranks per node differ (NCCL's model assumes them equal).
+  [[nodiscard]] const std::optional<models::NcclTuningInput>& tuning() const { return tuning_; }
+  /// NCCL's p2p channels (ncclTopoComputeP2pChannels: the communicator's channels rounded up to a power of two), of
+  /// which each peer takes two (NCCL_NCHANNELS_PER_NET_PEER's default; an assumption for NVLink peers): this many
+  /// rounds of sends run at once. With unequal ranks per node, the whole cluster's channels stand in.
+  [[nodiscard]] int p2p_lanes() const { return p2p_lanes_; }
+  /// resolve_call for a call of this communicator (its ranks are this communicator's).
+  [[nodiscard]] models::CollectiveCall resolve(const models::CollectiveCall& call, const InputLocation& where) const;
+  /// lowering_input for a call this communicator resolved.
+  [[nodiscard]] models::LoweringInput lowering_input(const models::CollectiveCall& resolved,
+                                                     Seconds step_overhead) const;
+
+private:
+  const topo::Topology* topology_;
+  NcclSettings settings_;
+  std::vector<int> ranks_;
+  std::optional<models::NcclTuningInput> tuning_;
+  int p2p_lanes_ = 1;
+  int compute_capability_ = 90;
+  Seconds intra_hop_{0}, inter_hop_{0}; ///< hop_latencies of the topology
+};
+
 /// The path latency of one hop between two GPUs of a node, and between the same-rail GPUs of two nodes (zero where
 /// the cluster has no such pair).
 struct HopLatencies {
@@ -63,12 +122,12 @@ models::LoweringInput lowering_input(const models::CollectiveCall& resolved, con
 /// Lowers a resolved call with at most `max_steps` steps (0: no limit). A call NCCL does not implement, or whose
 /// schedule would need more steps, is an InputError at `where` naming the call, what is wrong and the fix.
 /// The lowering NCCL would do for each call with `settings`: resolve_call, then lower_checked of its lowering_input
-/// with `step_overhead` added to every step (ReplayOptions::lower takes it).
+/// with `step_overhead` added to every step (ReplayOptions::lower takes it). Each distinct rank list is one
+/// NcclCommunicator, built on its first call and looked up on the others.
 std::function<models::Schedule(const models::CollectiveCall&, const InputLocation&)>
 nccl_lowering(const topo::Topology& topology, NcclSettings settings, Seconds step_overhead, std::size_t max_steps = 0);
 
-/// NCCL's p2p channels for a group of sends among `ranks` (ncclTopoComputeP2pChannels: the communicator's channels
-/// rounded up to a power of two), of which each peer takes two, so this many rounds run at once.
+/// NcclCommunicator(ranks, topology, settings).p2p_lanes(): the rounds of sends among `ranks` that run at once.
 int p2p_lanes(const std::vector<int>& ranks, const topo::Topology& topology, const NcclSettings& settings);
 
 models::Schedule lower_checked(models::LoweringInput in, const InputLocation& where, std::size_t max_steps = 0);
