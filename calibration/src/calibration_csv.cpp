@@ -3,6 +3,7 @@
 #include "railyard/common/csv.hpp"
 #include "railyard/common/error.hpp"
 #include "railyard/common/numbers.hpp"
+#include "railyard/common/text.hpp"
 
 #include <fmt/format.h>
 
@@ -12,14 +13,6 @@
 
 namespace railyard::calibration {
 namespace {
-
-std::string trim(const std::string& s)
-{
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 std::vector<std::string> trimmed(std::vector<std::string> cells)
 {

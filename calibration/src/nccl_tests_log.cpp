@@ -7,6 +7,7 @@
 #include "railyard/common/units.hpp"
 
 #include "railyard/common/error.hpp"
+#include "railyard/common/text.hpp"
 
 #include <fmt/format.h>
 
@@ -25,14 +26,6 @@
 
 namespace railyard::calibration {
 namespace {
-
-std::string trim(const std::string& s)
-{
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 std::vector<std::string> split_ws(const std::string& s)
 {

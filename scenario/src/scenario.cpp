@@ -237,12 +237,27 @@ struct ProfileLinks {
                     fields, k));
   }
 
+  // One link parameter, by the rule every one of them follows: the scenario's value where its cluster: section
+  // writes it, else the profile entry's (`take` sets it in the spec and returns how it follows from the profile's
+  // number), else the built-in default.
+  template <class Take>
+  void resolve(LinkParamOrigin& origin, const std::optional<YamlNode>& written_value,
+               const calibration::LinkParams* profile_entry, const char* number, Take take)
+  {
+    if (written_value)
+      origin = from_scenario(*written_value);
+    else if (profile_entry)
+      origin = from_profile(*profile_entry, number, take(*profile_entry));
+    else
+      origin = by_default("built-in default: the profile has no such entry and no route of this cluster uses it");
+  }
+
   void apply()
   {
     using calibration::LinkKind;
+    using calibration::LinkParams;
     const bool intra = spec.gpus_per_node > 1;
     const bool inter = spec.nodes > 1;
-    const char* not_routed = "built-in default: the profile has no such entry and no route of this cluster uses it";
 
     // NVLink
     const auto nv_bw = written("node", "nvlink_bandwidth");
@@ -251,25 +266,16 @@ struct ProfileLinks {
                                        : entry(LinkKind::NvLink, intra,
                                                "cluster.node.nvlink_bandwidth and cluster.node.nvlink_latency",
                                                fmt::format("{} GPUs per node talk over NVLink", spec.gpus_per_node));
-    if (nv_bw) {
-      origins.nvlink_bandwidth = from_scenario(*nv_bw);
-    } else if (nv) {
-      spec.nvlink_bandwidth = nv->bandwidth;
-      origins.nvlink_bandwidth = from_profile(*nv, "bandwidth_GBps", "");
-    } else {
-      origins.nvlink_bandwidth = by_default(not_routed);
-    }
-    if (nv_lat) {
-      origins.nvlink_latency = from_scenario(*nv_lat);
-    } else if (nv) {
-      spec.nvlink_latency = nv->latency * 0.5;
-      origins.nvlink_latency = from_profile(
-          *nv, "latency_us",
-          fmt::format("half the profile's GPU-to-GPU latency of {}: a path GPU -> NVSwitch -> GPU has two NVLink links",
-                      format_seconds(nv->latency)));
-    } else {
-      origins.nvlink_latency = by_default(not_routed);
-    }
+    resolve(origins.nvlink_bandwidth, nv_bw, nv, "bandwidth_GBps", [&](const LinkParams& l) {
+      spec.nvlink_bandwidth = l.bandwidth;
+      return std::string();
+    });
+    resolve(origins.nvlink_latency, nv_lat, nv, "latency_us", [&](const LinkParams& l) {
+      spec.nvlink_latency = l.latency * 0.5;
+      return fmt::format("half the profile's GPU-to-GPU latency of {}: a path GPU -> NVSwitch -> GPU has two NVLink "
+                         "links",
+                         format_seconds(l.latency));
+    });
 
     // PCIe (GPU <-> NIC): only paths between nodes use it.
     const auto pc_bw = written("node", "pcie_bandwidth");
@@ -278,24 +284,15 @@ struct ProfileLinks {
                          ? nullptr
                          : entry(LinkKind::Pcie, inter, "cluster.node.pcie_bandwidth and cluster.node.pcie_latency",
                                  "every path between nodes crosses PCIe from the GPU to its NIC");
-    if (pc_bw) {
-      origins.pcie_bandwidth = from_scenario(*pc_bw);
-    } else if (pc) {
-      spec.pcie_bandwidth = pc->bandwidth;
-      origins.pcie_bandwidth = from_profile(*pc, "bandwidth_GBps", "");
-    } else {
-      origins.pcie_bandwidth = by_default(not_routed);
-    }
-    if (pc_lat) {
-      origins.pcie_latency = from_scenario(*pc_lat);
-    } else if (pc) {
-      spec.pcie_latency = pc->latency;
-      origins.pcie_latency = from_profile(
-          *pc, "latency_us",
-          "the profile's GPU -> PCIe switch -> GPU latency for the GPU -> PCIe switch -> NIC link, the same two hops");
-    } else {
-      origins.pcie_latency = by_default(not_routed);
-    }
+    resolve(origins.pcie_bandwidth, pc_bw, pc, "bandwidth_GBps", [&](const LinkParams& l) {
+      spec.pcie_bandwidth = l.bandwidth;
+      return std::string();
+    });
+    resolve(origins.pcie_latency, pc_lat, pc, "latency_us", [&](const LinkParams& l) {
+      spec.pcie_latency = l.latency;
+      return std::string("the profile's GPU -> PCIe switch -> GPU latency for the GPU -> PCIe switch -> NIC link, "
+                         "the same two hops");
+    });
 
     // NICs and the fabric, from the profile's whole path between two nodes.
     const auto nic_bw = written("nic", "bandwidth");
@@ -307,45 +304,29 @@ struct ProfileLinks {
                           : entry(LinkKind::Network, inter,
                                   "cluster.nic.bandwidth, cluster.nic.latency and cluster.fabric.link_bandwidth",
                                   fmt::format("the cluster has {} nodes", spec.nodes));
-    if (nic_bw) {
-      origins.nic_bandwidth = from_scenario(*nic_bw);
-    } else if (net) {
-      spec.nic_bandwidth = net->bandwidth;
-      origins.nic_bandwidth = from_profile(*net, "bandwidth_GBps", "");
-    } else {
-      origins.nic_bandwidth = by_default(not_routed);
-    }
-    if (nic_lat) {
-      origins.nic_latency = from_scenario(*nic_lat);
-    } else if (net) {
-      const Seconds nic = (net->latency - spec.pcie_latency * 2.0) * 0.5;
+    resolve(origins.nic_bandwidth, nic_bw, net, "bandwidth_GBps", [&](const LinkParams& l) {
+      spec.nic_bandwidth = l.bandwidth;
+      return std::string();
+    });
+    resolve(origins.nic_latency, nic_lat, net, "latency_us", [&](const LinkParams& l) {
+      const Seconds nic = (l.latency - spec.pcie_latency * 2.0) * 0.5;
       if (nic.value() < 0)
-        throw InputError({profile.file, net->line, "links[network].latency_us"},
+        throw InputError({profile.file, l.line, "links[network].latency_us"},
                          fmt::format("the profile's network latency {} is the whole path between two nodes, and it is "
                                      "shorter than the path's two PCIe links of {} each, so no NIC latency is left",
-                                     format_seconds(net->latency), format_seconds(spec.pcie_latency)),
+                                     format_seconds(l.latency), format_seconds(spec.pcie_latency)),
                          "write cluster.nic.latency in the scenario, or a PCIe latency below half the network "
                          "latency (cluster.node.pcie_latency, or the profile's pcie entry)");
       spec.nic_latency = nic;
-      origins.nic_latency = from_profile(
-          *net, "latency_us",
-          fmt::format("(network latency {} - 2 x PCIe latency {}) / 2: a path between two nodes on one leaf is PCIe, "
-                      "NIC -> leaf, leaf -> NIC, PCIe, and takes the profile's network latency",
-                      format_seconds(net->latency), format_seconds(spec.pcie_latency)));
-    } else {
-      origins.nic_latency = by_default(not_routed);
-    }
-    if (fab_bw) {
-      origins.fabric_bandwidth = from_scenario(*fab_bw);
-    } else if (net) {
-      spec.fabric_bandwidth = net->bandwidth;
-      origins.fabric_bandwidth = from_profile(
-          *net, "bandwidth_GBps",
-          "the network bandwidth on every switch-to-switch link, so a path across the fabric, alone, moves at the "
-          "profile's rate; fabric.oversubscription sets how many there are");
-    } else {
-      origins.fabric_bandwidth = by_default(not_routed);
-    }
+      return fmt::format("(network latency {} - 2 x PCIe latency {}) / 2: a path between two nodes on one leaf is "
+                         "PCIe, NIC -> leaf, leaf -> NIC, PCIe, and takes the profile's network latency",
+                         format_seconds(l.latency), format_seconds(spec.pcie_latency));
+    });
+    resolve(origins.fabric_bandwidth, fab_bw, net, "bandwidth_GBps", [&](const LinkParams& l) {
+      spec.fabric_bandwidth = l.bandwidth;
+      return std::string("the network bandwidth on every switch-to-switch link, so a path across the fabric, alone, "
+                         "moves at the profile's rate; fabric.oversubscription sets how many there are");
+    });
     origins.fabric_latency =
         fab_lat ? from_scenario(*fab_lat)
                 : by_default("built-in default: a profile has no per-switch latency (its network latency is a whole "

@@ -236,13 +236,28 @@ enum Slot : int { kTp = 0, kCp, kDp, kEp, kEdp, kPp, kEmb, kSlots };
 enum Stream : StreamId { kCompute = 0, kPpSend = 1, kPpRecv = 2, kDpGrad = 3, kDpParam = 4, kTpAsync = 5 };
 constexpr OpId kNone = ~OpId{0};
 
+// The sizes of one step in the notation of the papers its formulas come from (Korthikanti et al. 2022, section 4 and
+// Table 2: b, s, h, a, t; Narayanan et al. 2021), so each formula below reads like its source. Set once in
+// generate_megatron() from the config and layout.
 struct Sizes {
-  double E = 2, Eg = 4;
-  double b = 1, s = 0, S = 0, T = 0, Tsp = 0;
-  double h = 0, a = 0, kvd = 0, f = 0, fe = 0, X = 0, k = 0, V = 0;
-  double tp = 1, cp = 1, ep = 1;
-  double m1 = 1; // FFN input matrices: 2 with a gated MLP (gate and up), else 1
-  bool sp = false, moe = false, flash = true;
+  double E = 2;   // bytes per element of activations and weights (training.bytes_per_element)
+  double Eg = 4;  // bytes per element of gradients (training.grad_bytes_per_element)
+  double b = 1;   // micro-batch size, sequences
+  double s = 0;   // sequence length, tokens
+  double S = 0;   // tokens of a sequence on one context-parallel rank: s / cp
+  double T = 0;   // tokens of a micro-batch on one rank: b x S
+  double Tsp = 0; // tokens one TP rank holds outside the TP regions: T / tp with sequence parallelism, else T
+  double h = 0;   // hidden size
+  double a = 0;   // attention heads
+  double kvd = 0; // key/value width: KV heads x head size (h / a); h without grouped-query attention
+  double f = 0;   // FFN hidden size of a dense layer
+  double fe = 0;  // FFN hidden size of one expert
+  double X = 0;   // experts of an MoE layer (0 without MoE)
+  double k = 0;   // experts each token is routed to, top-k (0 without MoE)
+  double V = 0;   // vocabulary, padded as Megatron pads it
+  double tp = 1, cp = 1, ep = 1;              // tensor-, context- and expert-parallel sizes
+  double m1 = 1;                              // FFN input matrices: 2 with a gated MLP (gate and up), else 1
+  bool sp = false, moe = false, flash = true; // sequence parallelism, MoE layers, fused (flash) attention
 };
 
 // Parameters of one pipeline unit (a layer, the embedding, the LM head) as one TP rank holds them.
