@@ -21,9 +21,12 @@ namespace sg = simgrid;
 std::string to_string(EcmpMode m)
 {
   switch (m) {
-  case EcmpMode::PerFlow: return "per_flow";
-  case EcmpMode::PerQp: return "per_qp";
-  case EcmpMode::Spray: return "spray";
+  case EcmpMode::PerFlow:
+    return "per_flow";
+  case EcmpMode::PerQp:
+    return "per_qp";
+  case EcmpMode::Spray:
+    return "spray";
   }
   return "?";
 }
@@ -31,8 +34,10 @@ std::string to_string(EcmpMode m)
 std::string to_string(CongestionControl c)
 {
   switch (c) {
-  case CongestionControl::None: return "none";
-  case CongestionControl::Dcqcn: return "dcqcn";
+  case CongestionControl::None:
+    return "none";
+  case CongestionControl::Dcqcn:
+    return "dcqcn";
   }
   return "?";
 }
@@ -50,12 +55,9 @@ std::uint64_t splitmix64(std::uint64_t x)
 Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed, bool pxn)
     : topo_(topology), cfg_(std::move(config)), seed_(seed), pxn_(pxn), queues_(cfg_.queues())
 {
-  if (cfg_.qps_per_connection < 1)
-    throw std::invalid_argument("qps_per_connection must be at least 1");
-  if (!(cfg_.time_step.value() > 0))
-    throw std::invalid_argument("time_step must be positive");
-  if (!(cfg_.sample_interval.value() > 0))
-    throw std::invalid_argument("sample_interval must be positive");
+  if (cfg_.qps_per_connection < 1) throw std::invalid_argument("qps_per_connection must be at least 1");
+  if (!(cfg_.time_step.value() > 0)) throw std::invalid_argument("time_step must be positive");
+  if (!(cfg_.sample_interval.value() > 0)) throw std::invalid_argument("sample_interval must be positive");
   int max_tier = 0;
   for (std::size_t v = 0; v < topo_.num_vertices(); ++v)
     max_tier = std::max(max_tier, topo_.vertex(v).tier);
@@ -76,10 +78,10 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     aux_[id].stage = to.tier > from.tier ? from.tier : 2 * max_tier - to.tier;
     if (cfg_.pfc.enabled) {
       aux_[id].headroom = cfg_.pfc.headroom.value() > 0
-                       ? cfg_.pfc.headroom.value()
-                       : models::cc::required_headroom(topo_.link(id).bandwidth, topo_.link(id).latency,
-                                                       cfg_.pfc.response_time, cfg_.mtu)
-                             .value();
+                              ? cfg_.pfc.headroom.value()
+                              : models::cc::required_headroom(topo_.link(id).bandwidth, topo_.link(id).latency,
+                                                              cfg_.pfc.response_time, cfg_.mtu)
+                                    .value();
     }
   }
   // With PFC, a step must not exceed the time a PAUSE takes to act (cable latency + response) on any port into a
@@ -109,8 +111,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
 
 Net::~Net()
 {
-  if (armed_)
-    armed_->remove();
+  if (armed_) armed_->remove();
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -121,11 +122,9 @@ Net::~Net()
 Net::ActorRec& Net::self()
 {
   const auto pid = static_cast<std::size_t>(sg::s4u::this_actor::get_pid());
-  if (pid >= actors_.size())
-    actors_.resize(pid + 1);
+  if (pid >= actors_.size()) actors_.resize(pid + 1);
   ActorRec& a = actors_[pid];
-  if (!a.actor)
-    a.actor = sg::s4u::Actor::self();
+  if (!a.actor) a.actor = sg::s4u::Actor::self();
   return a;
 }
 
@@ -151,8 +150,7 @@ std::uint32_t Net::connection(int src, int dst, std::uint64_t tag)
 
 void Net::set_priority(int src, int dst, std::uint64_t tag, int priority)
 {
-  if (priority < 0 || priority > 7)
-    throw std::invalid_argument(fmt::format("priority {} is outside 0..7", priority));
+  if (priority < 0 || priority > 7) throw std::invalid_argument(fmt::format("priority {} is outside 0..7", priority));
   conns_[connection(src, dst, tag)].priority = priority;
 }
 
@@ -183,15 +181,13 @@ std::uint32_t Net::alloc_request(std::uint32_t owner, std::uint64_t cookie)
   req.in_use = true;
   req.owner = owner;
   req.cookie = cookie;
-  if (owner & kClientBit)
-    req.client = clients_[owner & ~kClientBit].client;
+  if (owner & kClientBit) req.client = clients_[owner & ~kClientBit].client;
   return r;
 }
 
 void Net::send_from(std::uint32_t sender, int src, int dst, std::uint64_t tag, Bytes bytes)
 {
-  if (src == dst)
-    throw std::logic_error("isend: a GPU cannot send to itself through the network");
+  if (src == dst) throw std::logic_error("isend: a GPU cannot send to itself through the network");
   if (src < 0 || dst < 0 || src >= topo_.num_gpus() || dst >= topo_.num_gpus())
     throw std::out_of_range(fmt::format("isend {} -> {}: GPUs are 0..{}", src, dst, topo_.num_gpus() - 1));
   std::uint32_t conn;
@@ -218,8 +214,7 @@ void Net::send_from(std::uint32_t sender, int src, int dst, std::uint64_t tag, B
   if (c.recv_head != kNone) {
     const std::uint32_t r = c.recv_head;
     c.recv_head = requests_[r].next;
-    if (c.recv_head == kNone)
-      c.recv_tail = kNone;
+    if (c.recv_head == kNone) c.recv_tail = kNone;
     match(m, r);
   } else {
     if (c.send_tail == kNone)
@@ -240,8 +235,7 @@ std::uint32_t Net::recv_for(std::uint32_t owner, int dst, int src, std::uint64_t
   if (c.send_head != kNone) {
     const std::uint32_t m = c.send_head;
     c.send_head = messages_[m].next;
-    if (c.send_head == kNone)
-      c.send_tail = kNone;
+    if (c.send_head == kNone) c.send_tail = kNone;
     match(m, r);
   } else {
     if (c.recv_tail == kNone)
@@ -280,8 +274,7 @@ std::size_t Net::wait_any(const std::vector<RequestId>& ids)
     double best_t = kInf;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       const Request& r = requests_.at(ids[i]);
-      if (!r.in_use)
-        throw std::logic_error("wait_any: a request was already completed and forgotten");
+      if (!r.in_use) throw std::logic_error("wait_any: a request was already completed and forgotten");
       if (r.done_at >= 0 && r.done_at < best_t) {
         best_t = r.done_at;
         best = i;
@@ -293,8 +286,7 @@ std::size_t Net::wait_any(const std::vector<RequestId>& ids)
       free_requests_.push_back(id);
       return best;
     }
-    if (ids.empty())
-      throw std::logic_error("wait_any: nothing to wait for");
+    if (ids.empty()) throw std::logic_error("wait_any: nothing to wait for");
     actors_[me].waiting = true;
     sg::s4u::this_actor::suspend();
   }
@@ -370,8 +362,7 @@ void Net::wait_clients()
 
 void Net::client_work_done()
 {
-  if (--client_work_ == 0 && clients_waiter_ != nullptr)
-    resume(clients_waiter_);
+  if (--client_work_ == 0 && clients_waiter_ != nullptr) resume(clients_waiter_);
 }
 
 void Net::complete_request(std::uint32_t r, double t)
@@ -417,56 +408,21 @@ void Net::send_ended(std::uint32_t sender)
 // ---------------------------------------------------------------------------------------------------------------
 // The event loop.
 
-namespace {
-struct LaterPending {
-  template <class P>
-  bool operator()(const P& x, const P& y) const
-  {
-    return x.t > y.t || (x.t == y.t && x.seq > y.seq);
-  }
-};
-} // namespace
-
 void Net::push(double t, EventKind kind, std::uint32_t a, std::uint32_t b)
 {
-  std::uint32_t k;
-  if (t == last_date_) {
-    k = last_bucket_;
-  } else {
-    std::uint64_t bits;
-    std::memcpy(&bits, &t, sizeof bits);
-    RecentDate& r = recent_[splitmix64(bits) & (recent_.size() - 1)];
-    if (r.t == t && buckets_[r.bucket].seq == r.seq) {
-      k = r.bucket;
-    } else {
-      if (!free_buckets_.empty()) {
-        k = free_buckets_.back();
-        free_buckets_.pop_back();
-      } else {
-        buckets_.emplace_back();
-        k = static_cast<std::uint32_t>(buckets_.size() - 1);
-      }
-      buckets_[k].t = t;
-      buckets_[k].seq = ++bucket_seq_;
-      heap_.push_back(Pending{t, bucket_seq_, k});
-      std::push_heap(heap_.begin(), heap_.end(), LaterPending{});
-      r = RecentDate{t, bucket_seq_, k};
-    }
-    last_date_ = t;
-    last_bucket_ = k;
-  }
-  buckets_[k].events.push_back(Event{a, b, kind, t});
+  calendar_.post(t, Event{a, b, kind, t});
 }
 
-double Net::next_time() const { return heap_.empty() ? kInf : heap_.front().t; }
+double Net::next_time() const
+{
+  return calendar_.next_date();
+}
 
 void Net::arm(double t)
 {
   // One pending kernel timer at a time, at the date of the earliest thing to do; process() arms it when it ends.
-  if (processing_ || (armed_ && armed_t_ <= t))
-    return;
-  if (armed_)
-    armed_->remove();
+  if (processing_ || (armed_ && armed_t_ <= t)) return;
+  if (armed_) armed_->remove();
   armed_t_ = t;
   armed_ = sg::kernel::timer::Timer::set(t, [this, t] {
     armed_ = nullptr;
@@ -506,8 +462,7 @@ void Net::process(double t)
     process_date(t);
     if (progress_) progress_->publish_transfers(t, totals_.flows_received);
     const double next = next_time();
-    if (!(next < kInf) || !may_run_ahead(next))
-      break;
+    if (!(next < kInf) || !may_run_ahead(next)) break;
     t = next;
   }
   processing_ = false;
@@ -520,36 +475,20 @@ void Net::process(double t)
         a->resume();
     });
   }
-  if (next_time() < kInf)
-    arm(next_time());
+  if (next_time() < kInf) arm(next_time());
 }
 
 void Net::process_date(double t)
 {
-  if (queues_)
-    advance_queues(t);
+  if (queues_) advance_queues(t);
   while (true) {
     while (next_time() <= t) {
-      // The earliest date's bucket, in posting order; what its events post at the same date joins its end.
-      const std::uint32_t k = heap_.front().bucket;
-      std::pop_heap(heap_.begin(), heap_.end(), LaterPending{});
-      heap_.pop_back();
-      for (std::size_t i = 0; i < buckets_[k].events.size(); ++i) {
-        const Event e = buckets_[k].events[i];
-        dispatch(e, t);
-      }
-      if (last_bucket_ == k)
-        last_date_ = -kInf;
-      buckets_[k].events.clear();
-      buckets_[k].seq = 0;
-      free_buckets_.push_back(k);
+      // The earliest date's events, in posting order; what they post at the same date runs after them.
+      calendar_.run_next([&](const Event& e) { dispatch(e, t); });
     }
-    if (!pending_.empty())
-      start_pending(t);
-    if (!dirty_.empty() || !lonely_dirty_.empty())
-      resolve(t);
-    if (next_time() > t)
-      break;
+    if (!pending_.empty()) start_pending(t);
+    if (!dirty_.empty() || !lonely_dirty_.empty()) resolve(t);
+    if (next_time() > t) break;
   }
   if (queues_ && fabric_flows_ > 0 && !step_scheduled_) {
     step_scheduled_ = true;
@@ -566,21 +505,34 @@ void Net::dispatch(const Event& e, double now)
   switch (e.kind) {
   case EventKind::FlowEnd: {
     Flow& f = flows_[e.a];
-    if (f.active && f.version == e.b)
-      end_flow(e.a, e.t);
+    if (f.active && f.version == e.b) end_flow(e.a, e.t);
     break;
   }
-  case EventKind::Arrival: complete_message(e.a, e.t); break;
-  case EventKind::Timer: complete_request(e.a, e.t); break;
-  case EventKind::ClientTimer: deliver(*clients_[e.a].client, e.b); break;
-  case EventKind::Step: step_scheduled_ = false; break;
+  case EventKind::Arrival:
+    complete_message(e.a, e.t);
+    break;
+  case EventKind::Timer:
+    complete_request(e.a, e.t);
+    break;
+  case EventKind::ClientTimer:
+    deliver(*clients_[e.a].client, e.b);
+    break;
+  case EventKind::Step:
+    step_scheduled_ = false;
+    break;
   case EventKind::Sample:
     sample_scheduled_ = false;
     flush_samples(e.t);
     break;
-  case EventKind::Cnp: on_cnp(e.a, e.b, e.t); break;
-  case EventKind::PauseOn: set_pause(e.a, static_cast<int>(e.b), true, e.t); break;
-  case EventKind::PauseOff: set_pause(e.a, static_cast<int>(e.b), false, e.t); break;
+  case EventKind::Cnp:
+    on_cnp(e.a, e.b, e.t);
+    break;
+  case EventKind::PauseOn:
+    set_pause(e.a, static_cast<int>(e.b), true, e.t);
+    break;
+  case EventKind::PauseOff:
+    set_pause(e.a, static_cast<int>(e.b), false, e.t);
+    break;
   }
   (void)now;
 }
@@ -614,8 +566,7 @@ std::optional<RouteRef> Net::single_route(int src, int dst)
     pr.known = true;
     const auto paths = topo_.all_paths(src, dst, pxn_, 2);
     pr.single = paths.size() == 1;
-    if (pr.single)
-      pr.route = store_route(paths.front());
+    if (pr.single) pr.route = store_route(paths.front());
   }
   return pr.single ? std::optional<RouteRef>(pr.route) : std::nullopt;
 }
@@ -674,8 +625,8 @@ void Net::start_pending(double t)
         // A new hash per flow: the k-th flow of the pair.
         for (int qp = 0; qp < q; ++qp) {
           bool inserted = false;
-          const std::uint64_t key = flows_per_pair_.get(static_cast<std::uint64_t>(msg.src),
-                                                        static_cast<std::uint64_t>(msg.dst), inserted)++;
+          const std::uint64_t key =
+              flows_per_pair_.get(static_cast<std::uint64_t>(msg.src), static_cast<std::uint64_t>(msg.dst), inserted)++;
           add_flow(m, topo_.route(msg.src, msg.dst, key, seed_, pxn_), msg.bytes / q, 1.0, qp, t);
         }
         continue;
@@ -776,8 +727,7 @@ void Net::add_flow(std::uint32_t m, const std::uint32_t* path, const RouteRef& r
       line = std::min(line, ls.capacity);
     }
   }
-  if (route.fabric)
-    start_fabric_flow(f, line, t);
+  if (route.fabric) start_fabric_flow(f, line, t);
 }
 
 void Net::end_flow(std::uint32_t f, double t)
@@ -794,11 +744,9 @@ void Net::end_flow(std::uint32_t f, double t)
       }
       remove_slot(ls.mm, fl.pos[h]);
       // The flows left on the link may speed up; a link left empty has nothing to recompute.
-      if (!ls.mm.empty())
-        mark_dirty(l);
+      if (!ls.mm.empty()) mark_dirty(l);
     }
-    if (fl.fab != kNone)
-      end_fabric_flow(f);
+    if (fl.fab != kNone) end_fabric_flow(f);
     for (int h = 0; h < fl.hops; ++h) {
       LinkState& ls = links_[fl.links[h]];
       ls.flows_now--;
@@ -858,8 +806,7 @@ void Net::mark_flow_dirty(std::uint32_t f)
   const Flow& fl = flows_[f];
   for (int i = 0; i < fl.n_mm; ++i)
     mark_dirty(fl.links[fl.mm_hop[i]]);
-  if (fl.n_mm == 0)
-    lonely_dirty_.push_back(f);
+  if (fl.n_mm == 0) lonely_dirty_.push_back(f);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -885,8 +832,7 @@ void Net::integrate(std::uint32_t l, double t)
 
 void Net::flush_samples(double t)
 {
-  if (!cfg_.record_links)
-    return;
+  if (!cfg_.record_links) return;
   const double interval = t - sample_t_;
   std::sort(touched_.begin(), touched_.end());
   std::vector<std::uint32_t> keep;
@@ -930,8 +876,7 @@ const FluidReport& Net::report()
   if (!finalized_) {
     finalized_ = true;
     const double t = std::max(now_, sample_t_);
-    if (cfg_.record_links && !touched_.empty())
-      flush_samples(t);
+    if (cfg_.record_links && !touched_.empty()) flush_samples(t);
     FluidStats& st = report_.stats;
     for (std::size_t l = 0; l < links_.size(); ++l) {
       const LinkState& ls = links_[l];
@@ -970,12 +915,30 @@ FluidNetwork::FluidNetwork(const topo::Topology& topology, FluidConfig config, s
 }
 
 FluidNetwork::~FluidNetwork() = default;
-void FluidNetwork::isend(int src, int dst, std::uint64_t tag, Bytes bytes) { impl_->net.isend(src, dst, tag, bytes); }
-RequestId FluidNetwork::irecv(int dst, int src, std::uint64_t tag) { return impl_->net.irecv(dst, src, tag); }
-RequestId FluidNetwork::timer(Seconds at) { return impl_->net.timer(at); }
-std::size_t FluidNetwork::wait_any(const std::vector<RequestId>& requests) { return impl_->net.wait_any(requests); }
-void FluidNetwork::wait_sends() { impl_->net.wait_sends(); }
-std::uint32_t FluidNetwork::add_client(FlowClient& client) { return impl_->net.add_client(client); }
+void FluidNetwork::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
+{
+  impl_->net.isend(src, dst, tag, bytes);
+}
+RequestId FluidNetwork::irecv(int dst, int src, std::uint64_t tag)
+{
+  return impl_->net.irecv(dst, src, tag);
+}
+RequestId FluidNetwork::timer(Seconds at)
+{
+  return impl_->net.timer(at);
+}
+std::size_t FluidNetwork::wait_any(const std::vector<RequestId>& requests)
+{
+  return impl_->net.wait_any(requests);
+}
+void FluidNetwork::wait_sends()
+{
+  impl_->net.wait_sends();
+}
+std::uint32_t FluidNetwork::add_client(FlowClient& client)
+{
+  return impl_->net.add_client(client);
+}
 void FluidNetwork::client_isend(std::uint32_t client, int src, int dst, std::uint64_t tag, Bytes bytes)
 {
   impl_->net.client_isend(client, src, dst, tag, bytes);
@@ -988,11 +951,26 @@ void FluidNetwork::client_timer(std::uint32_t client, Seconds at, std::uint64_t 
 {
   impl_->net.client_timer(client, at, cookie);
 }
-void FluidNetwork::client_watch_sends(std::uint32_t client) { impl_->net.client_watch_sends(client); }
-void FluidNetwork::wait_clients() { impl_->net.wait_clients(); }
-Seconds FluidNetwork::now() const { return Seconds(impl_->net.clock()); }
-const FlowTotals& FluidNetwork::totals() const { return impl_->net.totals(); }
-void FluidNetwork::set_progress(ProgressProbe* probe) { impl_->net.set_progress(probe); }
+void FluidNetwork::client_watch_sends(std::uint32_t client)
+{
+  impl_->net.client_watch_sends(client);
+}
+void FluidNetwork::wait_clients()
+{
+  impl_->net.wait_clients();
+}
+Seconds FluidNetwork::now() const
+{
+  return Seconds(impl_->net.clock());
+}
+const FlowTotals& FluidNetwork::totals() const
+{
+  return impl_->net.totals();
+}
+void FluidNetwork::set_progress(ProgressProbe* probe)
+{
+  impl_->net.set_progress(probe);
+}
 void FluidNetwork::set_priority(int src, int dst, std::uint64_t tag, int priority)
 {
   impl_->net.set_priority(src, dst, tag, priority);
@@ -1001,8 +979,14 @@ void FluidNetwork::on_queue_step(std::function<void(const QueueStep&)> observer)
 {
   impl_->net.on_queue_step(std::move(observer));
 }
-const FluidConfig& FluidNetwork::config() const { return impl_->net.config(); }
-const FluidReport& FluidNetwork::report() { return impl_->net.report(); }
+const FluidConfig& FluidNetwork::config() const
+{
+  return impl_->net.config();
+}
+const FluidReport& FluidNetwork::report()
+{
+  return impl_->net.report();
+}
 FluidReport FluidNetwork::take_report()
 {
   impl_->net.report();

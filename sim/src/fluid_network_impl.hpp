@@ -2,6 +2,7 @@
 #pragma once
 
 #include "fluid_fifo.hpp"
+#include "railyard/sim/event_calendar.hpp"
 #include "railyard/sim/fluid.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -29,18 +30,11 @@ std::uint64_t splitmix64(std::uint64_t x);
 
 enum class EventKind : std::uint8_t { FlowEnd, Arrival, Timer, ClientTimer, Step, Sample, Cnp, PauseOn, PauseOff };
 
-/// Events at one date, in the order they were posted: the queue is ordered by (time, sequence number), so ties
-/// resolve deterministically (htsim's eventlist), and a date's events are one bucket (collectives move in lockstep,
-/// so thousands of flows often end at the same date).
+/// An event of the network's calendar (event_calendar.hpp: date order, then posting order).
 struct Event {
   std::uint32_t a, b;
   EventKind kind;
   double t;
-};
-struct Bucket {
-  double t = 0;
-  std::uint64_t seq = 0; ///< creation order; 0 once processed (a reused bucket gets a new one)
-  std::vector<Event> events;
 };
 
 /// A flow on a link: the flow and which hop of its path the link is.
@@ -68,8 +62,7 @@ public:
   SlotList& operator=(SlotList&&) = delete;
   ~SlotList()
   {
-    if (cap_ > 1)
-      delete[] u_.heap;
+    if (cap_ > 1) delete[] u_.heap;
   }
 
   [[nodiscard]] Slot* begin() { return cap_ > 1 ? u_.heap : &u_.one; }
@@ -87,8 +80,7 @@ public:
       const std::uint32_t cap = cap_ < 4 ? 4 : 2 * cap_;
       auto* heap = new Slot[cap];
       std::copy(begin(), end(), heap);
-      if (cap_ > 1)
-        delete[] u_.heap;
+      if (cap_ > 1) delete[] u_.heap;
       u_.heap = heap;
       cap_ = cap;
     }
@@ -169,7 +161,7 @@ struct FlowHead {
 
 struct Flow : FlowHead {
   std::array<std::uint32_t, kMaxHops> links{};
-  std::array<std::uint32_t, kMaxHops> pos{};  ///< position in that link's mm or fab list
+  std::array<std::uint32_t, kMaxHops> pos{};   ///< position in that link's mm or fab list
   std::array<std::uint8_t, kMaxHops> mm_hop{}; ///< hops whose links constrain the max-min rate
 };
 
@@ -177,9 +169,9 @@ struct Flow : FlowHead {
 struct FabricFlow {
   std::uint32_t flow = kNone;
   std::uint8_t nq = 0;
-  std::array<std::uint8_t, kMaxHops> qhop{};  ///< path hops of its queued links, in order
-  std::array<double, kMaxHops> backlog{};     ///< bytes of this flow queued at each queued hop
-  std::array<double, kMaxHops> arriving{};    ///< bytes reaching each queued hop during the current step
+  std::array<std::uint8_t, kMaxHops> qhop{}; ///< path hops of its queued links, in order
+  std::array<double, kMaxHops> backlog{};    ///< bytes of this flow queued at each queued hop
+  std::array<double, kMaxHops> arriving{};   ///< bytes reaching each queued hop during the current step
   double injected = 0, delivered = 0, last_delivery = 0;
   bool cc = false;
   models::cc::ReactionPoint rp;
@@ -203,8 +195,8 @@ struct Request {
   double done_at = -1;
   std::uint32_t owner = kNone, next = kNone;
   bool in_use = false;
-  std::uint64_t cookie = 0;       ///< a client's
-  FlowClient* client = nullptr;   ///< the owner, when it is a client (saves a lookup in clients_)
+  std::uint64_t cookie = 0;     ///< a client's
+  FlowClient* client = nullptr; ///< the owner, when it is a client (saves a lookup in clients_)
 };
 
 /// Transfers and receives waiting for their match on one (src, dst, tag) connection, as FIFO lists.
@@ -234,8 +226,7 @@ public:
   /// The value for (k1, k2), default-constructed and flagged `inserted` the first time.
   V& get(std::uint64_t k1, std::uint64_t k2, bool& inserted)
   {
-    if (2 * (size_ + 1) > slots_.size())
-      grow();
+    if (2 * (size_ + 1) > slots_.size()) grow();
     std::size_t i = index(k1, k2);
     while (slots_[i].used) {
       if (slots_[i].k1 == k1 && slots_[i].k2 == k2) {
@@ -306,10 +297,7 @@ public:
   [[nodiscard]] const FluidConfig& config() const { return cfg_; }
   const FluidReport& report();
   /// The current date: SimGrid's, or the network's own while it runs ahead through dates nothing else acts on.
-  [[nodiscard]] double clock() const
-  {
-    return processing_ ? now_ : std::max(simgrid::s4u::Engine::get_clock(), now_);
-  }
+  [[nodiscard]] double clock() const { return processing_ ? now_ : std::max(simgrid::s4u::Engine::get_clock(), now_); }
   FluidReport take_report() { return std::move(report_); }
 
 private:
@@ -389,8 +377,7 @@ private:
     const Slot moved = list.back();
     list[pos] = moved;
     list.pop_back();
-    if (pos < list.size())
-      flows_[moved.flow].pos[moved.hop] = pos;
+    if (pos < list.size()) flows_[moved.flow].pos[moved.hop] = pos;
   }
   void complete_message(std::uint32_t m, double t);
   void mark_dirty(std::uint32_t link);
@@ -455,32 +442,13 @@ private:
   std::uint64_t next_flow_id_ = 0;
   std::uint64_t active_flows_ = 0;
 
-  // Event queue: one bucket per pending date, ordered by date; pushes mostly go to the date pushed last.
-  // A date may own several buckets (when the recent-date table forgot it); they are dispatched in creation order and
-  // only the newest takes new events, so a date's events still run in posting order.
-  std::vector<Bucket> buckets_;
-  std::vector<std::uint32_t> free_buckets_;
-  struct Pending {
-    double t;
-    std::uint64_t seq;
-    std::uint32_t bucket;
-  };
-  std::vector<Pending> heap_; ///< min-heap of buckets by (date, creation order)
-  std::uint64_t bucket_seq_ = 0;
-  struct RecentDate {
-    double t = -kInf;
-    std::uint64_t seq = 0;
-    std::uint32_t bucket = kNone;
-  };
-  std::array<RecentDate, 256> recent_{}; ///< the newest bucket of recently used dates, by a hash of the date
-  double last_date_ = -kInf;
-  std::uint32_t last_bucket_ = kNone;
+  EventCalendar<Event> calendar_; ///< the network's events (event_calendar.hpp)
   simgrid::kernel::timer::Timer* armed_ = nullptr;
   double armed_t_ = kInf;
   double now_ = 0;
   bool processing_ = false;
   ProgressProbe* progress_ = nullptr; ///< written after every date, never read (railyard run --progress)
-  bool woke_ = false; ///< an actor was woken during this process() call
+  bool woke_ = false;                 ///< an actor was woken during this process() call
   std::vector<simgrid::s4u::Actor*> deferred_;
   std::vector<std::uint32_t> pending_; ///< matched transfers to start at the next process()
   std::vector<std::uint32_t> starting_;
@@ -506,8 +474,8 @@ private:
   bool step_scheduled_ = false;
   std::vector<std::uint32_t> queue_order_; ///< busy queued links by (stage, id)
   bool queue_order_dirty_ = false;
-  std::vector<std::uint32_t> pfc_watch_;  ///< links with a nonzero ingress counter or a pause state
-  std::vector<PortFifos> fifos_;          ///< per link: its egress FIFOs (queued links only; sized on first use)
+  std::vector<std::uint32_t> pfc_watch_; ///< links with a nonzero ingress counter or a pause state
+  std::vector<PortFifos> fifos_;         ///< per link: its egress FIFOs (queued links only; sized on first use)
 
   // sampling
   std::vector<std::uint32_t> touched_;

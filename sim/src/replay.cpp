@@ -1,6 +1,7 @@
 #include "railyard/sim/replay.hpp"
 
 #include "railyard/sim/collective_runner.hpp"
+#include "railyard/sim/event_calendar.hpp"
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
@@ -11,7 +12,6 @@
 #include <map>
 #include <memory>
 #include <numeric>
-#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -800,21 +800,16 @@ private:
   // op start and end is an event, with no SimGrid actor, context switch or activity behind it.
   enum class Ev : std::uint8_t { OpDone, Retry, Deliver };
   struct Event {
-    double t;
-    std::uint64_t seq;
     Ev type;
     int rank;
     std::uint32_t arg; // lane, or message id
     std::uint32_t gen; // OpDone: the lane's generation when pushed (a re-timed GEMM outdates its earlier end)
   };
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
-  };
 
   void push(double t, Ev type, int rank, std::uint32_t arg)
   {
     const std::uint32_t gen = type == Ev::OpDone ? ranks_[rank].lanes[arg].gen : 0;
-    queue_.push({t, seq_++, type, rank, arg, gen});
+    calendar_.post(t, {type, rank, arg, gen});
   }
 
   void run_events()
@@ -824,22 +819,22 @@ private:
     for (auto& rt : ranks_)
       for (std::uint32_t l = 0; l < rt.lanes.size(); ++l)
         advance_lane(rt, l);
-    while (!queue_.empty()) {
-      const Event e = queue_.top();
-      queue_.pop();
-      now_ = e.t;
-      switch (e.type) {
-      case Ev::OpDone:
-        if (e.gen == ranks_[e.rank].lanes[e.arg].gen) finish_lane_op(ranks_[e.rank], e.arg);
-        break;
-      case Ev::Retry:
-        ranks_[e.rank].lanes[e.arg].retry = false;
-        advance_lane(ranks_[e.rank], e.arg);
-        break;
-      case Ev::Deliver:
-        delivered(e.arg);
-        break;
-      }
+    while (!calendar_.empty()) {
+      now_ = calendar_.next_date();
+      calendar_.run_next([&](const Event& e) {
+        switch (e.type) {
+        case Ev::OpDone:
+          if (e.gen == ranks_[e.rank].lanes[e.arg].gen) finish_lane_op(ranks_[e.rank], e.arg);
+          break;
+        case Ev::Retry:
+          ranks_[e.rank].lanes[e.arg].retry = false;
+          advance_lane(ranks_[e.rank], e.arg);
+          break;
+        case Ev::Deliver:
+          delivered(e.arg);
+          break;
+        }
+      });
     }
     for (const auto& rt : ranks_)
       for (std::uint32_t l = 0; l < rt.lanes.size(); ++l)
@@ -1115,9 +1110,8 @@ private:
   std::map<std::tuple<int, int, double, int>, double> analytical_;
   std::vector<int> traced_;
   std::vector<TraceEvent> events_;
-  std::uint64_t ops_done_ = 0; ///< over all ranks, for the progress probe only
-  std::priority_queue<Event, std::vector<Event>, Later> queue_;
-  std::uint64_t seq_ = 0;
+  std::uint64_t ops_done_ = 0;    ///< over all ranks, for the progress probe only
+  EventCalendar<Event> calendar_; ///< the event executor's events (event_calendar.hpp: date, then posting order)
   double now_ = 0;
   std::vector<std::string> notes_;
 };
