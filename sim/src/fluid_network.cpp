@@ -44,14 +44,6 @@ std::string to_string(CongestionControl c)
 
 namespace fluid {
 
-std::uint64_t splitmix64(std::uint64_t x)
-{
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed, bool pxn)
     : topo_(topology), cfg_(std::move(config)), seed_(seed), pxn_(pxn), queues_(cfg_.queues())
 {

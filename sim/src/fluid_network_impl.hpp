@@ -2,6 +2,7 @@
 #pragma once
 
 #include "fluid_fifo.hpp"
+#include "railyard/common/hash.hpp"
 #include "railyard/sim/event_calendar.hpp"
 #include "railyard/sim/fluid.hpp"
 
@@ -25,8 +26,6 @@ constexpr std::uint32_t kNone = 0xffffffffU;
 /// 2 NVLink (PXN) + GPU->NIC->leaf + 4 switch hops + leaf->NIC->GPU is 10; two spare.
 constexpr int kMaxHops = 12;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::uint64_t splitmix64(std::uint64_t x);
 
 enum class EventKind : std::uint8_t { FlowEnd, Arrival, Timer, ClientTimer, Step, Sample, Cnp, PauseOn, PauseOff };
 

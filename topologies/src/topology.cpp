@@ -1,6 +1,8 @@
 // Topology: index tables derived once from the graph, and up*/down* routing with per-flow ECMP hashing over them.
 #include "railyard/topologies/topology.hpp"
 
+#include "railyard/common/hash.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,15 +12,6 @@
 
 namespace railyard::topo {
 namespace {
-
-// splitmix64's finalizer (Steele, Lea, Flood 2014): every input bit flips each output bit with probability ~1/2.
-constexpr std::uint64_t splitmix64(std::uint64_t x)
-{
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // A switch's ECMP choice for one flow: a pure function of (flow, seed, switch), so a flow keeps its path and
 // different switches choose independently of each other.

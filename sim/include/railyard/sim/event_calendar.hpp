@@ -5,6 +5,8 @@
 // the others without a search.
 #pragma once
 
+#include "railyard/common/hash.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -28,7 +30,7 @@ public:
     } else {
       std::uint64_t bits;
       std::memcpy(&bits, &t, sizeof bits);
-      RecentDate& r = recent_[mix(bits) & (recent_.size() - 1)];
+      RecentDate& r = recent_[splitmix64(bits) & (recent_.size() - 1)];
       if (r.t == t && buckets_[r.bucket].seq == r.seq) {
         k = r.bucket;
       } else {
@@ -77,14 +79,6 @@ public:
 
 private:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
-  // splitmix64's finaliser (Steele, Lea and Flood 2014): spreads a date's bits over the recent-date table.
-  static std::uint64_t mix(std::uint64_t x)
-  {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
   struct Bucket {
     double t = 0;
     std::uint64_t seq = 0; ///< creation order; 0 once run (a reused bucket gets a new one)
