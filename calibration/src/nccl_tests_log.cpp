@@ -114,8 +114,6 @@ Layout layout_from(const std::vector<std::string>& columns)
   return l;
 }
 
-constexpr int kIntMax = std::numeric_limits<int>::max();
-constexpr long long kLongMax = std::numeric_limits<long long>::max();
 // nThread and nGpus count the GPUs of one nccl-tests process; their product (the rank count when a log has no Rank
 // lines) must fit an int.
 constexpr int kMaxHeaderGpus = 1 << 14;
@@ -130,10 +128,11 @@ public:
   }
 
   // A whole number of the header or footer (nThread, a rank, a device): refused at its line beyond an int.
-  int header_int(const std::string& digits, int lineno, const char* what) const
+  int header_int(const std::string& digits, int lineno, const char* what,
+                 int max = std::numeric_limits<int>::max()) const
   {
     try {
-      return static_cast<int>(parse_integer(digits, 0, std::numeric_limits<int>::max()));
+      return static_cast<int>(parse_integer(digits, 0, max));
     } catch (const std::invalid_argument& e) {
       fail(lineno, fmt::format("{}: {}", what, e.what()), "pass the unmodified output of an nccl-tests program");
     }
@@ -201,8 +200,8 @@ public:
       static const std::regex re(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
       std::smatch m;
       if (std::regex_search(body, m, re)) {
-        log_.header_nthreads = header_int(m[1], lineno, "nThread");
-        log_.header_ngpus = header_int(m[2], lineno, "nGpus");
+        log_.header_nthreads = header_int(m[1], lineno, "nThread", kMaxHeaderGpus);
+        log_.header_ngpus = header_int(m[2], lineno, "nGpus", kMaxHeaderGpus);
       }
       return;
     }

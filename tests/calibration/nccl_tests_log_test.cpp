@@ -474,6 +474,10 @@ TEST(NcclTestsLog, WholeNumbersTooLargeForTheirFieldAreRefusedWithTheirLine)
       {first_row, 0, too_big, "size"},
       {first_row, 1, too_big, "count"},
       {header, 2, "99999999999", "nThread"}, // "#", "nThread", N
+      // Within an int, but nThread x nGpus (the rank count of a log without Rank lines) must be one too: each is at
+      // most 2^14 GPUs of one process, so the product stays below 2^28.
+      {header, 2, "70000", "nThread"},
+      {header, 4, "70000", "nGpus"},
   };
   for (const Case& c : cases) {
     std::string text;
