@@ -279,31 +279,47 @@ models::CollectiveCall NcclCommunicator::resolve(const models::CollectiveCall& c
   return out;
 }
 
+namespace {
+
+// The lowering input of a resolved call, from what it needs of the communicator: the GPU generation (its NCCL
+// costs) and the hop latencies NCCL's numbers are net of.
+models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, int gpus_per_node,
+                                        int compute_capability, HopLatencies hops, bool latencies,
+                                        Seconds step_overhead)
+{
+  models::LoweringInput li;
+  li.call = resolved;
+  li.gpus_per_node = gpus_per_node;
+  li.step_overhead = step_overhead;
+  const auto costs = models::nccl_lowering_costs(resolved.algorithm.value_or(models::Algorithm::Ring),
+                                                 resolved.protocol.value_or(models::Protocol::Simple),
+                                                 compute_capability, static_cast<int>(resolved.ranks.size()));
+  li.costs.nvls_efficiency = costs.nvls_efficiency;
+  if (!latencies) return li;
+  // NCCL's hwLat is the whole latency of a hop, wire included. The simulator charges the wire through the topology's
+  // link latencies, so a step's overhead is what NCCL's number adds beyond the path (none when the path alone is
+  // slower).
+  li.costs.launch = costs.launch;
+  li.costs.intra_hop = Seconds(std::max(0.0, (costs.intra_hop - hops.intra).value()));
+  li.costs.inter_hop = Seconds(std::max(0.0, (costs.inter_hop - hops.inter).value()));
+  return li;
+}
+
+} // namespace
+
+// Without a communicator: no topology search is needed for the costs, only the generation and the hop latencies.
 models::LoweringInput lowering_input(const models::CollectiveCall& resolved, const topo::Topology& topology,
                                      const NcclSettings& settings, Seconds step_overhead)
 {
-  return NcclCommunicator(resolved.ranks, topology, settings).lowering_input(resolved, step_overhead);
+  return lowering_input_of(resolved, topology.gpus_per_node(), nccl_node(settings, topology.spec()).compute_capability,
+                           hop_latencies(topology), settings.latencies, step_overhead);
 }
 
 models::LoweringInput NcclCommunicator::lowering_input(const models::CollectiveCall& resolved,
                                                        Seconds step_overhead) const
 {
-  models::LoweringInput li;
-  li.call = resolved;
-  li.gpus_per_node = topology_->gpus_per_node();
-  li.step_overhead = step_overhead;
-  const auto costs = models::nccl_lowering_costs(resolved.algorithm.value_or(models::Algorithm::Ring),
-                                                 resolved.protocol.value_or(models::Protocol::Simple),
-                                                 compute_capability_, static_cast<int>(resolved.ranks.size()));
-  li.costs.nvls_efficiency = costs.nvls_efficiency;
-  if (!settings_.latencies) return li;
-  // NCCL's hwLat is the whole latency of a hop, wire included. The simulator charges the wire through the topology's
-  // link latencies, so a step's overhead is what NCCL's number adds beyond the path (none when the path alone is
-  // slower).
-  li.costs.launch = costs.launch;
-  li.costs.intra_hop = Seconds(std::max(0.0, (costs.intra_hop - intra_hop_).value()));
-  li.costs.inter_hop = Seconds(std::max(0.0, (costs.inter_hop - inter_hop_).value()));
-  return li;
+  return lowering_input_of(resolved, topology_->gpus_per_node(), compute_capability_, {intra_hop_, inter_hop_},
+                           settings_.latencies, step_overhead);
 }
 
 HopLatencies hop_latencies(const topo::Topology& topology)
