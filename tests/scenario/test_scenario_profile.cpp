@@ -269,7 +269,9 @@ TEST_F(ProfileScenario, RingAllReduceOnProfileLinksMatchesTheClosedForm)
                        Case{1, 4, "single_node", "nvlink", 1024.0 * 1024 * 1024, 8},
                        Case{2, 1, "rail_optimized", "network", 64.0 * 1024 * 1024, 2}}) {
     const YamlLink l = yaml_link(kH100, c.link);
-    if (std::string(c.link) == "network") ASSERT_LT(l.bandwidth_Bps, pc.bandwidth_Bps); // else PCIe would be the B
+    if (std::string(c.link) == "network") {
+      ASSERT_LT(l.bandwidth_Bps, pc.bandwidth_Bps); // else PCIe would be the B
+    }
     const auto sc = load(shape_only(c.kind, c.nodes, c.gpus_per_node, kH100));
     const int n = c.nodes * c.gpus_per_node;
     const double loops = std::ceil(c.size / (c.channels * n * kSimpleChunk));

@@ -326,3 +326,46 @@ TEST(Replay, ComputeWithoutProfileIsRefused)
     EXPECT_NE(e.fix().find("profile"), std::string::npos);
   }
 }
+
+// Two ranks that each receive before they send wait for each other forever (eager sends do not help: neither send is
+// ever issued). Every driver of the engine (the event loop; SimGrid actors with analytical, ideal and flows) refuses
+// the workload as an input error naming a waiting rank and its receive, instead of returning a step that looks
+// complete or hanging.
+TEST(Replay, ACycleOfReceivesIsRefusedByEveryDriver)
+{
+  struct Case {
+    sim::CommModel comm;
+    bool events;
+  };
+  for (const Case c : {Case{sim::CommModel::Analytical, true}, Case{sim::CommModel::Ideal, true},
+                       Case{sim::CommModel::Analytical, false}, Case{sim::CommModel::Flows, false}}) {
+    const auto out = run_in_child([&] {
+                       Workload w;
+                       const int pp = w.add_communicator("pp0", GroupKind::PP, {0, 1});
+                       for (int r = 0; r < 2; ++r) {
+                         RankGraphBuilder b;
+                         b.add(Op::make_recv(pp, 1 - r, Bytes(1e6), 0, 0), "recv first");
+                         b.add(Op::make_send(pp, 1 - r, Bytes(1e6), 0, 0), "send after");
+                         w.add_rank(b.finish());
+                       }
+                       const topo::Topology t = topo::build_topology(one_node(2));
+                       sim::ReplayOptions o;
+                       o.comm = c.comm;
+                       o.discrete_events = c.events;
+                       try {
+                         sim::replay_workload(w, t, {}, nullptr, test::with_nccl(t, o));
+                       } catch (const InputError& e) {
+                         const std::string what = e.what();
+                         return std::vector<double>{1, what.find("deadlocked") != std::string::npos ? 1.0 : 0.0,
+                                                    what.find("recv first") != std::string::npos ? 1.0 : 0.0,
+                                                    e.where().field.rfind("rank ", 0) == 0 ? 1.0 : 0.0};
+                       }
+                       return std::vector<double>{0, 0, 0, 0};
+                     }).values;
+    const std::string m = sim::to_string(c.comm) + (c.events ? " (event loop)" : " (actors)");
+    EXPECT_EQ(out[0], 1) << m << ": not refused";
+    EXPECT_EQ(out[1], 1) << m << ": the message does not say it deadlocked";
+    EXPECT_EQ(out[2], 1) << m << ": the message does not name the waiting op";
+    EXPECT_EQ(out[3], 1) << m << ": the field does not name the rank";
+  }
+}

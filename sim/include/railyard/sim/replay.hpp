@@ -1,20 +1,21 @@
 // Workload replay: every rank of a Workload (workloads/op_graph.hpp) executes its program on the simulated cluster.
 //
-// Execution model (sim/README.md, "Workload replay"):
-//  - one SimGrid actor per (rank, CUDA stream) runs that stream's ops in op-id order; an op starts once its
-//    dependencies have completed (and, for traces with host launch times, not before the host launched it);
-//    ops on kUnordered get one actor each and wait for their dependencies only;
+// Execution model (sim/README.md, "Workload replay"): one engine (src/replay_engine.hpp) holds a rank's execution
+// rules, once, as a state machine over its lanes (every CUDA stream, and each op on kUnordered); two drivers run it:
+// Railyard's event loop (analytical, ideal) and SimGrid actors, one per lane (flows on either backend).
+//  - a lane runs its ops in op-id order; an op starts once its dependencies have completed (and, for traces with host
+//    launch times, not before the host launched it); consecutive compute ops that no other lane waits for run as one
+//    timed interval;
 //  - compute and memcpy ops take the trace's measured duration or the profile's roofline kernel_time(flops, bytes);
 //    GEMMs with a shape (workloads::GemmShape) take the profile's gemm_time: whole waves of output tiles over the SMs;
 //  - on the event loop (Analytical, Ideal), a GEMM that runs while collectives of its rank run gets the SMs their
 //    NCCL kernels leave: NCCL runs one thread block per channel, each on an SM of its own (NVIDIA/nccl
 //    src/enqueue.cc, ncclLaunchKernel: grid = {nChannels, 1, 1}), so with c channels in flight the GEMM's waves are
 //    counted over SMs - c; its remaining work is re-timed whenever that count changes (ReplayOptions::nccl_sms);
-//  - collectives run on their communicator: lowered (models::lower, after sim::resolve_call chose algorithm,
-//    protocol and channels) and executed flow by flow on the network (CommModel::Flows), or timed by the same
-//    schedule evaluated without other traffic once every member has arrived (Analytical), or free once every member
-//    has arrived (Ideal). Concurrent collectives of one communicator use distinct connection tags, per sequence
-//    number;
+//  - collectives run on their communicator: lowered (ReplayOptions::lower) and executed flow by flow on the network
+//    (CommModel::Flows), or timed by the same schedule evaluated without other traffic once every member has arrived
+//    (Analytical), or free once every member has arrived (Ideal). Concurrent collectives of one communicator use
+//    distinct connection tags, per sequence number;
 //  - point-to-point: a Send completes when its bytes are delivered, whether or not the receiver has reached its Recv
 //    (eager, as workloads/README.md requires). With Flows, each receiving rank has a proxy actor, as NCCL has a
 //    proxy thread, that posts a receive for every message it will get at the start of the step, so a transfer starts
@@ -53,7 +54,7 @@ inline constexpr std::array kCommModels{CommModel::Flows, CommModel::Analytical,
 struct ReplayOptions {
   CommModel comm = CommModel::Flows;
   /// Analytical and Ideal run on Railyard's own discrete-event loop (no SimGrid actors: the same results, tens of
-  /// times faster); false runs them on SimGrid actors like Flows, as a cross-check.
+  /// times faster); false drives the same engine by SimGrid actors, as Flows is, as a cross-check of the two drivers.
   bool discrete_events = true;
   bool measured_durations = true; ///< use a trace's measured compute durations where it has them
   bool host_launch = true;        ///< hold a traced op until its host launch time (Kineto launch events)
@@ -128,7 +129,9 @@ struct ReplayResult {
 };
 
 /// Replays `workload` on `topology` (rank r runs on GPU r). Compute ops without measured durations need `profile`
-/// (its kernel model); without one they are an InputError naming the file, rank and op.
+/// (its kernel model); without one they are an InputError naming the file, rank and op. A workload whose ranks wait
+/// for each other in a cycle (a receive before the send its peer waits on) is an InputError naming a waiting rank and
+/// its op.
 ReplayResult replay_workload(const workloads::Workload& workload, const topo::Topology& topology,
                              const SimulationConfig& config, const calibration::Profile* profile,
                              const ReplayOptions& options);

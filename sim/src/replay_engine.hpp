@@ -1,0 +1,229 @@
+// The replay engine: a rank's execution rules written once, as a state machine over its lanes (sim/README.md,
+// "Workload replay"). Two drivers feed it events: Railyard's own event loop (analytical, ideal: replay.cpp,
+// EventLoopDriver) and SimGrid actors, one per lane plus a receive proxy per rank (flows on either backend, and the
+// other models as a cross-check: replay.cpp, ActorDriver). The engine never waits: it posts what a lane waits for
+// (an op's end, a host launch time, a message's delivery, network work to run in the lane's actor) to its driver, and
+// the driver hands each back at its date through handle().
+#pragma once
+
+#include "railyard/sim/collective_runner.hpp"
+#include "railyard/sim/replay.hpp"
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace railyard::sim::replay_engine {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Per-program tables, shared by the ranks that run the program.
+struct Program {
+  const workloads::RankGraph* g = nullptr;
+  std::vector<std::pair<workloads::StreamId, std::vector<workloads::OpId>>> streams; ///< ordered, ops in id order
+  std::vector<workloads::OpId> unordered;
+  std::vector<double> duration;       ///< seconds, for compute/memcpy ops
+  std::vector<std::uint8_t> external; ///< 1: an op of another lane depends on it
+  std::vector<std::uint32_t> seq;    ///< collectives: position among the program's collectives on the same communicator
+  std::vector<std::int32_t> p2p_pos; ///< send/recv: position in p2p_ops; -1 otherwise
+  std::vector<workloads::OpId> p2p_ops;
+  /// Lanes: every stream, then each unordered op as a lane of its own; lane_of[op].
+  std::vector<std::vector<workloads::OpId>> lanes;
+  std::vector<std::uint32_t> lane_of;
+  double flops = 0;        ///< sum over the program's compute ops
+  double min_issue = kInf; ///< earliest host issue time of the program, when it has issue times
+  bool has_issue = false;
+};
+
+/// Accounting of one rank's time: what is active (compute, communication per group kind, bubble) since `last`.
+struct Acct {
+  double last = 0;
+  int compute = 0, bubble = 0;
+  std::array<int, kGroupKinds> comm{};
+  TimeBreakdown b;
+  void advance(double now);
+};
+
+/// What a lane's running op holds in the accounting: kHoldCompute, kHoldBubble, a group kind, or kHoldNothing.
+inline constexpr std::int8_t kHoldNothing = -1, kHoldCompute = 100, kHoldBubble = 101;
+
+/// One lane (a stream, or an unordered op) of a rank.
+struct LaneState {
+  std::uint32_t next = 0;    ///< index of the op to run next
+  std::uint32_t run_end = 0; ///< a running compute op: one past the last op of the run it heads
+  bool busy = false;         ///< ops[next] has started
+  bool retry = false;        ///< a retry at its host launch time is posted
+  std::int8_t holds = kHoldNothing;
+  double start = 0;
+  // A running GEMM whose SMs NCCL may share (ReplayOptions::nccl_sms): the fraction of its work left at `seg_start`,
+  // its duration at the SM count since then, and a generation that outdates its earlier end events.
+  bool gemm = false;
+  double work_left = 0, seg_start = 0, seg_duration = 0;
+  int sms_taken = 0;
+  std::uint32_t gen = 0;
+  /// flows: the running collective's schedule (the first member to arrive lowers it for all), its tag base and this
+  /// rank's position in it.
+  std::shared_ptr<const models::Schedule> schedule;
+  std::uint64_t tag_base = 0;
+  int position = 0;
+};
+
+struct RankRt {
+  int rank = 0;
+  const Program* prog = nullptr;
+  std::vector<std::uint8_t> done;
+  std::vector<LaneState> lanes;
+  std::vector<std::pair<workloads::OpId, std::uint32_t>> lane_waiters; ///< (op, lane waiting for it)
+  std::vector<std::uint32_t> msgs;           ///< message id per p2p op (same order as Program::p2p_ops)
+  std::vector<std::pair<int, int>> comm_pos; ///< (communicator id, this rank's position in it)
+  Acct acct;
+  double first_start = kInf, last_end = 0;
+  double release_shift = 0; ///< added to a program issue time to get the simulated release time; NaN: no gating
+  int nccl_sms = 0;         ///< SMs held by this rank's collectives in flight (one per channel)
+  bool pipeline = false;
+  bool traced = false;
+  std::uint64_t ops = 0;
+};
+
+struct Message {
+  int src = 0, dst = 0;
+  std::uint64_t net_tag = 0;
+  double bytes = 0;
+  std::size_t kind = 0; ///< group kind of the communicator
+  bool sent = false;
+  double delivered = -1;
+  std::int32_t send_lane = -1, recv_lane = -1; ///< the lanes running the Send and a waiting Recv
+};
+
+/// A collective instance (communicator, sequence number) that members rendezvous on.
+struct Instance {
+  std::vector<std::pair<int, std::uint32_t>> members; ///< (rank, lane) of those that arrived
+  int arrived = 0, left = 0;
+  double bytes = 0;
+  std::shared_ptr<const models::Schedule> schedule; ///< flows
+};
+
+/// What a driver hands back to a lane at a date.
+enum class LaneEv : std::uint8_t {
+  OpDone,      ///< the running op (or run of compute ops) ends
+  Retry,       ///< the host launch time of the next op has come
+  Deliver,     ///< message `arg` has arrived (analytical, ideal)
+  RunSchedule, ///< flows: run this rank's part of the collective's schedule on the network (blocking, in the lane's
+               ///< actor)
+  Isend,       ///< flows: put message `arg` on the network (in the lane's actor)
+};
+struct LaneEvent {
+  LaneEv type;
+  int rank;
+  std::uint32_t lane;
+  std::uint32_t arg; ///< message id (Deliver, Isend)
+  std::uint32_t gen; ///< OpDone: the lane's generation when posted
+};
+
+/// Feeds the engine: keeps its clock and hands every posted event back through Engine::handle at its date.
+class Driver {
+public:
+  virtual ~Driver() = default;
+  [[nodiscard]] virtual double now() const = 0;
+  virtual void post(double at, const LaneEvent& e) = 0;
+  /// The lane has run its last op (an actor may end).
+  virtual void lane_finished(int /*rank*/, std::uint32_t /*lane*/) {}
+};
+
+class Engine {
+public:
+  Engine(const workloads::Workload& w, const topo::Topology& t, const SimulationConfig& cfg,
+         const calibration::Profile* profile, const ReplayOptions& opt);
+
+  /// Builds the programs, ranks and messages and lowers every distinct collective (a call the models refuse is an
+  /// InputError here, before anything runs).
+  void prepare();
+  /// Runs on `driver`; `net` is the network of flows (null for analytical and ideal).
+  void attach(Driver& driver, FlowNetwork* net);
+  /// Every lane's first ops start (at the driver's time 0).
+  void start();
+  /// An event the driver was handed by post() has come.
+  void handle(const LaneEvent& e);
+  /// flows: message `id` has arrived (the receiving rank's proxy saw it).
+  void delivered(std::uint32_t id);
+  /// Throws an InputError naming the rank and op of the first lane that never finished: the workload deadlocks.
+  void check_finished() const;
+  [[nodiscard]] ReplayResult collect(const FlowTotals& flows);
+
+  [[nodiscard]] const std::vector<RankRt>& ranks() const { return ranks_; }
+  [[nodiscard]] const std::vector<Message>& messages() const { return msgs_; }
+  [[nodiscard]] bool lane_done(int rank, std::uint32_t lane) const;
+  /// GEMMs share SMs with NCCL's kernels (event loop, a profile with a `gemm:` block, ReplayOptions::nccl_sms).
+  [[nodiscard]] bool share_sms() const;
+
+private:
+  // set-up (replay_program.cpp)
+  void build_programs();
+  double kernel_duration(const workloads::RankGraph& g, workloads::OpId i, int rank);
+  void build_ranks();
+  void build_messages();
+  void prepare_collectives();
+  double clock_offset(int r) const;
+
+  // costs (replay_program.cpp)
+  double gemm_duration(const workloads::GemmShape& gm, Bytes bytes, int sms_taken) const;
+  double one_member_duration(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op);
+  int channels_of(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op, int comm);
+  models::CollectiveCall call_of(const workloads::Op& op, int comm, double bytes) const;
+  std::shared_ptr<const models::Schedule> schedule_for(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op,
+                                                       int comm);
+  double analytical_time(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op, int comm, double bytes);
+  double transfer_time(const Message& m) const;
+  std::size_t kind_of(int comm) const;
+  int position(const RankRt& rt, int comm) const;
+
+  // the rules (replay_engine.cpp)
+  void post(double at, LaneEv type, int rank, std::uint32_t lane, std::uint32_t arg = 0);
+  double release_time(const RankRt& rt, workloads::OpId op) const;
+  bool deps_done(const RankRt& rt, workloads::OpId op, workloads::OpId chain_begin, workloads::OpId chain_end) const;
+  bool sm_shared(const RankRt& rt, workloads::OpId op) const;
+  void advance_lane(RankRt& rt, std::uint32_t l);
+  void start_op(RankRt& rt, std::uint32_t l, workloads::OpId op_id);
+  void start_compute(RankRt& rt, std::uint32_t l, workloads::OpId op_id);
+  void start_collective(RankRt& rt, std::uint32_t l, workloads::OpId op_id, const workloads::Op& op);
+  void start_send(RankRt& rt, std::uint32_t l, workloads::OpId op_id);
+  void start_recv(RankRt& rt, std::uint32_t l, workloads::OpId op_id);
+  void finish_op(RankRt& rt, std::uint32_t l);
+  void run_schedule(RankRt& rt, std::uint32_t l);
+  void message_arrived(std::uint32_t id);
+  void change_nccl_sms(RankRt& rt, int delta);
+  void hold(RankRt& rt, LaneState& st, std::int8_t what);
+  void release(RankRt& rt, LaneState& st);
+  void record_done(RankRt& rt, workloads::OpId op, double start, double end);
+  void wake(RankRt& rt, workloads::OpId op);
+  Message& message_of(const RankRt& rt, workloads::OpId op_id) { return msgs_[rt.msgs[rt.prog->p2p_pos[op_id]]]; }
+
+  const workloads::Workload& w_;
+  const topo::Topology& topo_;
+  SimulationConfig cfg_;
+  const calibration::Profile* profile_;
+  ReplayOptions opt_;
+  Driver* driver_ = nullptr;
+  FlowNetwork* net_ = nullptr;
+  double now_ = 0; ///< the driver's time at the current entry (refreshed after the one blocking call, run_schedule)
+  std::vector<Program> progs_;
+  std::vector<RankRt> ranks_;
+  std::vector<Message> msgs_;
+  std::unordered_map<std::uint64_t, Instance> instances_;
+  std::map<std::tuple<int, int, double, int>, std::shared_ptr<const models::Schedule>> schedules_;
+  std::map<std::tuple<int, int, double, int>, double> analytical_;
+  std::vector<int> traced_;
+  std::vector<TraceEvent> events_;
+  std::uint64_t ops_done_ = 0; ///< over all ranks, for the progress probe only
+  std::vector<std::string> notes_;
+};
+
+} // namespace railyard::sim::replay_engine
