@@ -40,7 +40,7 @@ Run run(int n, sim::Backend backend, Bytes per_gpu, int channels)
     config.fluid.record_links = false;
     sim::Simulation s(t, config);
     const auto timings = sim::run_schedules(s, {bench::ring_all_reduce(n, per_gpu, channels)});
-    return std::vector<double>{timings.at(0).duration().value(), double(s.network().totals().flows_received)};
+    return std::vector<double>{timings.at(0).duration().seconds(), double(s.network().totals().flows_received)};
   });
   return {r.values[0], r.values[1], r.wall_seconds, r.cpu_seconds, r.max_rss_bytes};
 }

@@ -177,7 +177,7 @@ std::vector<double> predict(const Case& c, bool present, sim::CommModel comm)
 {
   return run_in_child([&] {
            const auto r = replay(config_of(c, present), c.gpus, comm, false).result;
-           const double step = r.step_time.value();
+           const double step = r.step_time.seconds();
            const auto& b = r.mean;
            const auto tp = static_cast<std::size_t>(workloads::GroupKind::TP);
            return std::vector<double>{step,
@@ -216,7 +216,7 @@ LayerTimes layer_times(const workloads::MegatronConfig& cfg, int gpus, int l)
     if (!fresh) it->second = std::min(it->second, e.start_s);
   }
   return {first.at({l + 1, true}) - first.at({l, true}), first.at({l - 1, false}) - first.at({l, false}),
-          r.result.step_time.value()};
+          r.result.step_time.seconds()};
 }
 
 // Rank 0's time by op kind (the op name without its layer and chunk), with the stream.
@@ -234,7 +234,7 @@ void detail(const Case& c, bool present)
     ++v.second;
   }
   fmt::print("{} {}: step {:.4f} s; rank 0, summed op durations:\n", c.name,
-             present ? "SP + selective" : "full recompute", r.result.step_time.value());
+             present ? "SP + selective" : "full recompute", r.result.step_time.seconds());
   for (const auto& [n, v] : by)
     fmt::print("  {:<56} {:>9.4f} s {:>7} ops\n", n, v.first, v.second);
 }

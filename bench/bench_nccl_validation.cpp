@@ -158,7 +158,7 @@ Outcome simulate(const Case& c, const models::HostIssueCost* host)
     const auto lowered = scn::lower_spec(sc.collectives[0], t, sc);
     sim::Simulation s(t, sc.sim);
     const auto timings = sim::run_schedules(s, {lowered.schedule});
-    return std::vector<double>{timings[0].duration().value(), double(static_cast<int>(*lowered.call.algorithm)),
+    return std::vector<double>{timings[0].duration().seconds(), double(static_cast<int>(*lowered.call.algorithm)),
                                double(static_cast<int>(*lowered.call.protocol)), double(*lowered.call.channels)};
   });
   const double device_s = r.values.at(0);
@@ -168,7 +168,7 @@ Outcome simulate(const Case& c, const models::HostIssueCost* host)
   if (host != nullptr && c.host_calls > 0) {
     const Seconds h = models::host_issue_time(*host, c.host_calls, o.channels);
     o.host_us = h / units::us(1);
-    seconds = models::back_to_back_time(Seconds(device_s), h).value();
+    seconds = models::back_to_back_time(Seconds(device_s), h).seconds();
   }
   o.choice = fmt::format("{}/{} x{}", models::nccl_name(static_cast<models::Algorithm>(static_cast<int>(r.values[1]))),
                          models::nccl_name(static_cast<models::Protocol>(static_cast<int>(r.values[2]))),

@@ -48,7 +48,7 @@ int main(int argc, char** argv)
       config.fluid.record_links = false;
       sim::Simulation s(t, config);
       const auto timings = sim::run_schedules(s, {bench::ring_all_reduce(n, per, channels)});
-      return std::vector<double>{timings[0].duration().value(), double(s.network().totals().flows_received)};
+      return std::vector<double>{timings[0].duration().seconds(), double(s.network().totals().flows_received)};
     });
     if (base_wall == 0) {
       base_wall = r.wall_seconds;

@@ -128,7 +128,7 @@ int main(int argc, char** argv)
       const scn::Scenario sc = row.scenario();
       const scn::WorkloadRunResult w = scn::run_workload(sc);
       return std::vector<double>{static_cast<double>(w.workload.world_size()),
-                                 static_cast<double>(w.replay.ops_executed), w.replay.step_time.value()};
+                                 static_cast<double>(w.replay.ops_executed), w.replay.step_time.seconds()};
     });
     if (base_wall == 0) {
       base_wall = r.wall_seconds;

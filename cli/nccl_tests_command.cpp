@@ -54,7 +54,7 @@ std::int64_t parse_size(const std::string& text, const char* option)
   }
   if (n.out_of_range) throw refuse(fmt::format("size '{}' is beyond the range of a double", text));
   try {
-    return static_cast<std::int64_t>(checked_bytes(n.value * unit).value());
+    return static_cast<std::int64_t>(checked_bytes(n.value * unit).bytes());
   } catch (const std::invalid_argument& e) {
     throw refuse(fmt::format("size '{}': {}", text, e.what()));
   }

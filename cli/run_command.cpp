@@ -78,7 +78,7 @@ void add_run_command(CLI::App& app, Action* action)
       sim::MemoryLimit& memory = limits.memory;
       if (!opts->max_memory.empty()) {
         try {
-          memory = {parse_bytes(opts->max_memory).value(), "--max-memory " + opts->max_memory};
+          memory = {parse_bytes(opts->max_memory).bytes(), "--max-memory " + opts->max_memory};
         } catch (const std::invalid_argument& e) {
           throw InputError({"", 0, "--max-memory"}, e.what(), "give a size with its unit, such as '8 GiB'");
         }
@@ -101,7 +101,7 @@ void add_run_command(CLI::App& app, Action* action)
         if (reporter) reporter->finish();
         scn::write_workload_outputs(w, folder);
         const auto& r = w.replay;
-        const double step = r.step_time.value();
+        const double step = r.step_time.seconds();
         std::cout << fmt::format("workload: {} ({} ranks, {} programs)\n", w.workload.source, w.workload.world_size(),
                                  w.workload.graphs.size());
         std::cout << fmt::format("step time {:.6f} s   communication {}   MFU {}\n", step, sim::to_string(r.comm),
@@ -122,10 +122,11 @@ void add_run_command(CLI::App& app, Action* action)
       std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14} {:>12} {:>12}\n", "op", "ranks", "algorithm",
                                "protocol", "ch", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
       for (const auto& c : result.collectives)
-        std::cout << fmt::format(
-            "{:>16} {:>8} {:>10} {:>8} {:>4} {:>14.3f} {:>12.2f} {:>12.2f}\n", models::to_string(c.call.kind),
-            c.call.ranks.size(), models::to_string(*c.call.algorithm), models::to_string(*c.call.protocol),
-            *c.call.channels, c.time().value() * 1e6, c.algbw().value() / 1e9, c.busbw().value() / 1e9);
+        std::cout << fmt::format("{:>16} {:>8} {:>10} {:>8} {:>4} {:>14.3f} {:>12.2f} {:>12.2f}\n",
+                                 models::to_string(c.call.kind), c.call.ranks.size(),
+                                 models::to_string(*c.call.algorithm), models::to_string(*c.call.protocol),
+                                 *c.call.channels, c.time().seconds() * 1e6, c.algbw().bytes_per_sec() / 1e9,
+                                 c.busbw().bytes_per_sec() / 1e9);
       std::cout << "wrote " << out << "/summary.json and " << out << "/collectives.csv\n";
       return 0;
     };

@@ -43,7 +43,7 @@ void print_table(const topo::ClusterSpec& spec, const topo::TopologySummary& s, 
   rows.emplace_back("directed links", std::to_string(s.links));
   rows.emplace_back("cables outside nodes", std::to_string(s.cables));
   rows.emplace_back("optics (transceivers)", std::to_string(s.optics));
-  if (s.full_bisection.value() > 0) {
+  if (s.full_bisection.bytes_per_sec() > 0) {
     rows.emplace_back("bisection bandwidth", format_bandwidth(s.bisection));
     rows.emplace_back("full bisection", format_bandwidth(s.full_bisection));
     rows.emplace_back("bisection / full", fmt::format("{:.4g}", s.bisection / s.full_bisection));

@@ -598,13 +598,13 @@ private:
                                               "of {}",
                                               p.gpu_model, join(mem_files));
     }
-    k.memory_efficiency = round_significant(mem_bw / k.memory_bandwidth.value(), 4);
+    k.memory_efficiency = round_significant(mem_bw / k.memory_bandwidth.bytes_per_sec(), 4);
     k.memory_efficiency_source = fmt::format("fit: 1/slope of the largest-size piece of device copy and triad times "
                                              "in {} ({:.1f} GB/s counting bytes read and written), over the peak",
                                              join(mem_files), mem_bw / units::kGB);
-    const double eff_mem_bw = k.memory_bandwidth.value() * k.memory_efficiency;
+    const double eff_mem_bw = k.memory_bandwidth.bytes_per_sec() * k.memory_efficiency;
     k.memory_fit =
-        FitRecord{rounded(quality_of([&](double bytes) { return k.launch_overhead.value() + bytes / eff_mem_bw; },
+        FitRecord{rounded(quality_of([&](double bytes) { return k.launch_overhead.seconds() + bytes / eff_mem_bw; },
                                      std::span<const Sample>(mem))),
                   mem_files};
 
@@ -675,7 +675,7 @@ private:
       std::vector<double> errors;
       for (const auto& g : rows) {
         const double model =
-            k.launch_overhead.value() + std::max(g.flops / (c.peak_flops * c.efficiency), g.bytes / eff_mem_bw);
+            k.launch_overhead.seconds() + std::max(g.flops / (c.peak_flops * c.efficiency), g.bytes / eff_mem_bw);
         errors.push_back((model - g.seconds) / g.seconds);
       }
       c.fit = FitRecord{rounded(detail::quality_from_errors(errors)), type_files[dtype]};

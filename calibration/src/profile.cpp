@@ -188,7 +188,7 @@ CollectiveFit read_collective(const YamlNode& n, const std::set<std::string>& in
     CollectivePiece piece;
     const auto from = p.at("from_bytes");
     piece.from = read_size(from);
-    if (c.pieces.empty() && piece.from.value() != 0)
+    if (c.pieces.empty() && piece.from.bytes() != 0)
       from.fail("the first piece must start at 0 bytes", "write 'from_bytes: 0' in the first piece");
     if (!c.pieces.empty() && !(piece.from > c.pieces.back().from))
       from.fail("pieces must be in increasing order of from_bytes", "sort the pieces by from_bytes");
@@ -307,9 +307,9 @@ const CollectivePiece& CollectiveFit::piece_at(Bytes size) const
 Seconds CollectiveFit::time(Bytes size, int n) const
 {
   const auto& p = piece_at(size);
-  if (std::isinf(p.busbw.value())) return p.latency;
+  if (std::isinf(p.busbw.bytes_per_sec())) return p.latency;
   const double factor = models::busbw_factor(collective, n);
-  return p.latency + Seconds(size.value() * factor / p.busbw.value());
+  return p.latency + Seconds(size.bytes() * factor / p.busbw.bytes_per_sec());
 }
 
 double GemmTiling::tiles(double m, double n, double batch) const
@@ -368,7 +368,7 @@ Seconds Profile::kernel_time(double flops, Bytes bytes, DType dtype) const
     throw InputError({file, 0, "kernel"}, fmt::format("profile '{}' has no kernel model", system),
                      "calibrate with gemm_bench and mem_bench CSVs (calibration/run_on_gpu.sh), or use a shipped "
                      "profile with a 'kernel:' section");
-  const double mem = bytes.value() / (kernel->memory_bandwidth.value() * kernel->memory_efficiency);
+  const double mem = bytes.bytes() / (kernel->memory_bandwidth.bytes_per_sec() * kernel->memory_efficiency);
   double compute = 0;
   if (flops > 0) {
     const auto* c = kernel->compute_for(dtype);
@@ -391,7 +391,7 @@ Seconds Profile::gemm_time(double m, double n, double k, double batch, Bytes byt
   const GemmTiling& g = *kernel->gemm;
   const double tile = 2.0 * g.tile_m * g.tile_n * k / (c->peak_flops * c->efficiency / g.sms);
   const double compute = g.waves(m, n, batch, sms_taken) * tile;
-  const double mem = bytes.value() / (kernel->memory_bandwidth.value() * kernel->memory_efficiency);
+  const double mem = bytes.bytes() / (kernel->memory_bandwidth.bytes_per_sec() * kernel->memory_efficiency);
   return kernel->launch_overhead + Seconds(std::max(mem, compute));
 }
 
@@ -524,8 +524,8 @@ std::string profile_to_yaml(const Profile& p)
     for (const auto& l : p.links) {
       out << YAML::BeginMap;
       out << YAML::Key << "kind" << YAML::Value << to_string(l.kind);
-      out << YAML::Key << "latency_us" << YAML::Value << num(l.latency.value() * 1e6);
-      out << YAML::Key << "bandwidth_GBps" << YAML::Value << num(l.bandwidth.value() / units::kGB);
+      out << YAML::Key << "latency_us" << YAML::Value << num(l.latency.seconds() * 1e6);
+      out << YAML::Key << "bandwidth_GBps" << YAML::Value << num(l.bandwidth.bytes_per_sec() / units::kGB);
       out << YAML::Key << "source" << YAML::Value << YAML::BeginMap;
       out << YAML::Key << "latency_us" << YAML::Value << l.latency_source;
       out << YAML::Key << "bandwidth_GBps" << YAML::Value << l.bandwidth_source;
@@ -546,17 +546,17 @@ std::string profile_to_yaml(const Profile& p)
       out << YAML::Key << "link" << YAML::Value << to_string(c.link);
       out << YAML::Key << "nranks" << YAML::Value << c.nranks;
       out << YAML::Key << "nodes" << YAML::Value << c.nodes;
-      if (c.measured_max.value() > 0)
+      if (c.measured_max.bytes() > 0)
         out << YAML::Key << "measured_bytes" << YAML::Value << YAML::Flow << YAML::BeginSeq
-            << num(c.measured_min.value()) << num(c.measured_max.value()) << YAML::EndSeq;
+            << num(c.measured_min.bytes()) << num(c.measured_max.bytes()) << YAML::EndSeq;
       out << YAML::Key << "source" << YAML::Value << c.source;
       if (c.fit) emit_fit(out, "fit", *c.fit);
       out << YAML::Key << "pieces" << YAML::Value << YAML::BeginSeq;
       for (const auto& piece : c.pieces) {
         out << YAML::Flow << YAML::BeginMap;
-        out << YAML::Key << "from_bytes" << YAML::Value << num(piece.from.value());
-        out << YAML::Key << "latency_us" << YAML::Value << num(piece.latency.value() * 1e6);
-        out << YAML::Key << "busbw_GBps" << YAML::Value << num(piece.busbw.value() / units::kGB);
+        out << YAML::Key << "from_bytes" << YAML::Value << num(piece.from.bytes());
+        out << YAML::Key << "latency_us" << YAML::Value << num(piece.latency.seconds() * 1e6);
+        out << YAML::Key << "busbw_GBps" << YAML::Value << num(piece.busbw.bytes_per_sec() / units::kGB);
         if (piece.quality.points > 0) {
           out << YAML::Key << "points" << YAML::Value << piece.quality.points;
           out << YAML::Key << "rms_rel_error" << YAML::Value << num(piece.quality.rms_rel_error);
@@ -572,8 +572,8 @@ std::string profile_to_yaml(const Profile& p)
   if (p.kernel) {
     const auto& k = *p.kernel;
     out << YAML::Key << "kernel" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "launch_overhead_us" << YAML::Value << num(k.launch_overhead.value() * 1e6);
-    out << YAML::Key << "memory_bandwidth_GBps" << YAML::Value << num(k.memory_bandwidth.value() / units::kGB);
+    out << YAML::Key << "launch_overhead_us" << YAML::Value << num(k.launch_overhead.seconds() * 1e6);
+    out << YAML::Key << "memory_bandwidth_GBps" << YAML::Value << num(k.memory_bandwidth.bytes_per_sec() / units::kGB);
     out << YAML::Key << "memory_efficiency" << YAML::Value << num(k.memory_efficiency);
     out << YAML::Key << "source" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "launch_overhead_us" << YAML::Value << k.launch_overhead_source;

@@ -132,7 +132,7 @@ BytesPerSec checked_bandwidth(double v)
 
 std::string format_bytes(Bytes b)
 {
-  const double v = b.value();
+  const double v = b.bytes();
   if (v >= units::kGiB)
     return fmt::format("{:g} GiB", v / units::kGiB);
   if (v >= units::kMiB)
@@ -144,7 +144,7 @@ std::string format_bytes(Bytes b)
 
 std::string format_seconds(Seconds s)
 {
-  const double v = s.value();
+  const double v = s.seconds();
   if (v >= 1.0)
     return fmt::format("{:.6g} s", v);
   if (v >= 1e-3)
@@ -152,6 +152,6 @@ std::string format_seconds(Seconds s)
   return fmt::format("{:.6g} us", v * 1e6);
 }
 
-std::string format_bandwidth(BytesPerSec r) { return fmt::format("{:.6g} GB/s", r.value() / units::kGB); }
+std::string format_bandwidth(BytesPerSec r) { return fmt::format("{:.6g} GB/s", r.bytes_per_sec() / units::kGB); }
 
 } // namespace railyard

@@ -173,7 +173,7 @@ const ProtocolSpec& protocol_spec(Protocol p)
 Protocol p2p_protocol(Bytes largest_transfer)
 {
   // NCCL_P2P_LL_THRESHOLD (src/enqueue.cc, default 16384): p2p operations up to that size use LL.
-  return largest_transfer.value() <= 16384 ? Protocol::LL : Protocol::Simple;
+  return largest_transfer.bytes() <= 16384 ? Protocol::LL : Protocol::Simple;
 }
 
 namespace {
@@ -199,8 +199,8 @@ Bytes nccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int 
                  int nheads)
 {
   // calcCollChunking (src/enqueue.cc, NCCL 2.26.2). Values in bytes; `total` is NCCL's nBytes.
-  const double nbytes = total.value();
-  const double step = protocol_spec(p).step_wire.value();
+  const double nbytes = total.bytes();
+  const double step = protocol_spec(p).step_wire.bytes();
   const int chunk_steps = (p == Protocol::Simple && a == Algorithm::Ring && ring_simple_multi_step(kind)) ? 4 : 1;
   double chunk = step * chunk_steps;
   if (p == Protocol::LL) chunk /= 2;
@@ -357,7 +357,7 @@ Step make_step(std::uint32_t pattern, Bytes bytes, double wire_per_payload, cons
   Step st;
   st.pattern = pattern;
   st.bytes = bytes;
-  st.wire_bytes = Bytes(std::ceil(bytes.value() * wire_per_payload));
+  st.wire_bytes = Bytes(std::ceil(bytes.bytes() * wire_per_payload));
   st.overhead = in.costs.intra_hop + in.step_overhead;
   st.overhead_inter = in.costs.inter_hop + in.step_overhead;
   return st;
@@ -447,7 +447,7 @@ Schedule lower(const LoweringInput& in)
   if (!call.algorithm || !call.protocol)
     throw std::invalid_argument("lower(): algorithm and protocol must be chosen before lowering");
   if (call.ranks.empty()) throw std::invalid_argument("lower(): a collective needs at least one rank");
-  if (call.bytes.value() < 0) throw std::invalid_argument("lower(): negative size");
+  if (call.bytes.bytes() < 0) throw std::invalid_argument("lower(): negative size");
   if (in.gpus_per_node < 1) throw std::invalid_argument("lower(): gpus_per_node must be positive");
   const Algorithm a = *call.algorithm;
   auto unsupported = [&] {

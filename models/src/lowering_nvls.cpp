@@ -47,10 +47,10 @@ Schedule lower_nvls(const LoweringInput& in)
   if (count_nodes(call.ranks, in.gpus_per_node) > 1)
     throw std::invalid_argument("NVLS spans one node (NVLSTree joins nodes)");
   Schedule s = make_schedule(in, Algorithm::Nvls, channels);
-  if (n == 1 || call.bytes.value() <= 0) return s;
+  if (n == 1 || call.bytes.bytes() <= 0) return s;
 
-  const double per_channel = call.bytes.value() / channels;
-  const double chunk = nccl_chunk(call.kind, Algorithm::Nvls, Protocol::Simple, call.bytes, channels, n, 1, n).value();
+  const double per_channel = call.bytes.bytes() / channels;
+  const double chunk = nccl_chunk(call.kind, Algorithm::Nvls, Protocol::Simple, call.bytes, channels, n, 1, n).bytes();
   const std::int64_t loops = chunks_for(per_channel, n * chunk);
   check_steps(s, static_cast<double>(loops) * channels, in);
   const double loop_bytes = per_channel / static_cast<double>(loops);
@@ -83,7 +83,7 @@ Schedule lower_nvls_tree(const LoweringInput& in)
   if (call.kind != CollectiveKind::AllReduce)
     throw std::invalid_argument("NCCL implements NVLSTree only for all_reduce");
   Schedule s = make_schedule(in, Algorithm::NvlsTree, channels);
-  if (n == 1 || call.bytes.value() <= 0) return s;
+  if (n == 1 || call.bytes.bytes() <= 0) return s;
   const auto first = nodes_in_ring_order(call.ranks, in.gpus_per_node, 0);
   const int nnodes = static_cast<int>(first.size());
   const int local = static_cast<int>(first.front().size());
@@ -91,10 +91,10 @@ Schedule lower_nvls_tree(const LoweringInput& in)
     if (static_cast<int>(node.size()) != local)
       throw std::invalid_argument("NVLSTree needs the same number of ranks on every node");
 
-  const double per_channel = call.bytes.value() / channels;
+  const double per_channel = call.bytes.bytes() / channels;
   const double chunk = nccl_chunk(CollectiveKind::AllReduce, Algorithm::NvlsTree, Protocol::Simple, call.bytes,
                                   channels, n, nnodes, local)
-                           .value();
+                           .bytes();
   const std::int64_t loops = chunks_for(per_channel, local * chunk);
   const Bytes head_chunk(per_channel / static_cast<double>(loops) / local);
   const double intra_weight = (local + 1) / 2.0 / in.costs.nvls_efficiency;

@@ -26,10 +26,10 @@ Schedule lower_p2p(const std::vector<P2pTransfer>& transfers, int lanes, int gpu
   std::map<int, int> rank_of;
   double largest = 0;
   for (const auto& t : transfers) {
-    if (t.bytes.value() < 0) throw std::invalid_argument("lower_p2p: negative size");
+    if (t.bytes.bytes() < 0) throw std::invalid_argument("lower_p2p: negative size");
     rank_of.emplace(t.src, 0);
     rank_of.emplace(t.dst, 0);
-    largest = std::max(largest, t.bytes.value());
+    largest = std::max(largest, t.bytes.bytes());
     s.bytes += t.bytes;
   }
   for (auto& [gpu, rank] : rank_of) {
@@ -43,7 +43,7 @@ Schedule lower_p2p(const std::vector<P2pTransfer>& transfers, int lanes, int gpu
   // Transfers by round, self-copies and empty transfers left out (they do not touch the network).
   std::map<int, std::vector<const P2pTransfer*>> rounds;
   for (const auto& t : transfers) {
-    if (t.src == t.dst || t.bytes.value() <= 0) continue;
+    if (t.src == t.dst || t.bytes.bytes() <= 0) continue;
     const int si = rank_of.at(t.src), di = rank_of.at(t.dst);
     rounds[((di - si) % n + n) % n].push_back(&t);
   }
@@ -57,13 +57,13 @@ Schedule lower_p2p(const std::vector<P2pTransfer>& transfers, int lanes, int gpu
   for (const auto& [round, members] : rounds) {
     double step_bytes = 0;
     for (const auto* t : members)
-      step_bytes = std::max(step_bytes, t->bytes.value());
+      step_bytes = std::max(step_bytes, t->bytes.bytes());
     std::vector<std::vector<int>> send_to(n), recv_from(n);
     std::vector<std::vector<double>> weights(n);
     for (const auto* t : members) {
       const int si = rank_of.at(t->src), di = rank_of.at(t->dst);
       send_to[si].push_back(di);
-      weights[si].push_back(step_bytes > 0 ? t->bytes.value() / step_bytes : 1.0);
+      weights[si].push_back(step_bytes > 0 ? t->bytes.bytes() / step_bytes : 1.0);
       recv_from[di].push_back(si);
     }
     const auto idx =

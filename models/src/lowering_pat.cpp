@@ -30,7 +30,7 @@ Schedule lower_pat(const LoweringInput& in)
     nodes.insert(g / in.gpus_per_node);
   if (static_cast<int>(nodes.size()) != n) throw std::invalid_argument("PAT needs one GPU per node");
   Schedule s = make_schedule(in, Algorithm::Pat, channels);
-  if (n == 1 || call.bytes.value() <= 0) return s;
+  if (n == 1 || call.bytes.bytes() <= 0) return s;
 
   int levels = 0;
   while ((1 << levels) < n)
@@ -38,8 +38,8 @@ Schedule lower_pat(const LoweringInput& in)
   const int pow2 = 1 << levels;
   const bool gather = call.kind == CollectiveKind::AllGather;
   // One block is a rank's share of the call (size / n); a channel moves 1/channels of every block.
-  const double block_per_channel = call.bytes.value() / n / channels;
-  const double chunk = nccl_chunk(call.kind, Algorithm::Pat, Protocol::Simple, call.bytes, channels, n, n, 1).value();
+  const double block_per_channel = call.bytes.bytes() / n / channels;
+  const double chunk = nccl_chunk(call.kind, Algorithm::Pat, Protocol::Simple, call.bytes, channels, n, n, 1).bytes();
   const std::int64_t pieces = chunks_for(block_per_channel, chunk);
   const double piece = block_per_channel / static_cast<double>(pieces);
   check_steps(s, static_cast<double>(pieces) * levels * channels, in);

@@ -20,7 +20,7 @@ Schedule lower_ring(const LoweringInput& in)
   const ProtocolSpec& proto = protocol_spec(*call.protocol);
 
   Schedule s = make_schedule(in, Algorithm::Ring, channels);
-  if (n == 1 || call.bytes.value() <= 0) return s;
+  if (n == 1 || call.bytes.bytes() <= 0) return s;
 
   int steps_per_loop = 0;
   switch (call.kind) {
@@ -39,8 +39,8 @@ Schedule lower_ring(const LoweringInput& in)
     add_pattern(s, Pattern::ring(fmt::format("ring-ch{}", c), ring_order(call.ranks, in.gpus_per_node, c)),
                 in.gpus_per_node);
 
-  const double chunk = nccl_chunk(call.kind, Algorithm::Ring, *call.protocol, call.bytes, channels, n, 1, n).value();
-  const double total = call.bytes.value();
+  const double chunk = nccl_chunk(call.kind, Algorithm::Ring, *call.protocol, call.bytes, channels, n, 1, n).bytes();
+  const double total = call.bytes.bytes();
   const double loop_size = static_cast<double>(channels) * n * chunk;
   const auto loops = static_cast<std::int64_t>(std::ceil(total / loop_size));
   check_steps(s, static_cast<double>(loops) * channels * steps_per_loop, in);
@@ -73,9 +73,9 @@ Schedule lower_ring_chain(const LoweringInput& in)
     throw std::invalid_argument(fmt::format("root {} is not a rank of a communicator of {}", call.root, n));
 
   Schedule s = make_schedule(in, Algorithm::Ring, channels);
-  if (n == 1 || call.bytes.value() <= 0) return s;
-  const double per_channel = call.bytes.value() / channels;
-  const double chunk = nccl_chunk(call.kind, Algorithm::Ring, *call.protocol, call.bytes, channels, n, 1, n).value();
+  if (n == 1 || call.bytes.bytes() <= 0) return s;
+  const double per_channel = call.bytes.bytes() / channels;
+  const double chunk = nccl_chunk(call.kind, Algorithm::Ring, *call.protocol, call.bytes, channels, n, 1, n).bytes();
   const std::int64_t chunks = chunks_for(per_channel, chunk);
   const Bytes chunk_bytes(per_channel / static_cast<double>(chunks));
   const bool broadcast = call.kind == CollectiveKind::Broadcast;

@@ -75,13 +75,13 @@ Schedule lower_tree(const LoweringInput& in)
   const int n = static_cast<int>(call.ranks.size());
   const int channels = std::max(1, call.channels.value_or(1));
   Schedule s = make_schedule(in, Algorithm::Tree, channels);
-  if (n == 1 || call.bytes.value() <= 0) return s;
+  if (n == 1 || call.bytes.bytes() <= 0) return s;
 
   const int nnodes = static_cast<int>(nodes_in_ring_order(call.ranks, in.gpus_per_node, 0).size());
-  const double per_channel = call.bytes.value() / channels;
+  const double per_channel = call.bytes.bytes() / channels;
   const double chunk =
       nccl_chunk(CollectiveKind::AllReduce, Algorithm::Tree, *call.protocol, call.bytes, channels, n, nnodes, 1)
-          .value();
+          .bytes();
   const std::int64_t chunks = chunks_for(per_channel, chunk);
   const Bytes chunk_bytes(per_channel / static_cast<double>(chunks));
   const double wire = protocol_spec(*call.protocol).wire_per_payload;

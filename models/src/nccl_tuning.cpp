@@ -89,11 +89,11 @@ int log2i(std::uint64_t n)
 
 double gbps(BytesPerSec b)
 {
-  return b.value() / units::kGB;
+  return b.bytes_per_sec() / units::kGB;
 }
 double us(Seconds s)
 {
-  return s.value() * 1e6;
+  return s.seconds() * 1e6;
 }
 
 const NcclGraph& graph_for(const NcclTuningInput& in, Algorithm a)
@@ -425,7 +425,7 @@ std::optional<Seconds> predict(const NcclTuningInput& in, Algorithm algo, Protoc
   if (!priced_by_enqueue(in, algo)) return std::nullopt;
   const auto cost = algo_cost(in, algo, proto);
   if (!cost) return std::nullopt;
-  const auto nbytes = static_cast<std::uint64_t>(in.bytes.value());
+  const auto nbytes = static_cast<std::uint64_t>(in.bytes.bytes());
   double bw = gbps(cost->bandwidth);
   double lat = us(cost->latency);
   const int log_size = log2i(nbytes >> 6);
@@ -492,7 +492,7 @@ std::optional<NcclChoice> choose(const NcclTuningInput& in)
 
   const Algorithm algo = best->algorithm;
   const Protocol proto = best->protocol;
-  const double nbytes = in.bytes.value();
+  const double nbytes = in.bytes.bytes();
   int nc = in.comm_channels;
   int nt = max_threads(in, algo, proto);
   const double threshold = static_cast<double>(thread_threshold(in, algo, proto));
@@ -628,7 +628,7 @@ void validate(const NcclTuningInput& in, const InputLocation& where)
   if (in.nnodes < 1 || in.gpus_per_node < 1 || in.nnodes * in.gpus_per_node != in.nranks)
     bad("nnodes", fmt::format("nranks {} is not nnodes {} x gpus_per_node {}", in.nranks, in.nnodes, in.gpus_per_node),
         "NCCL's model assumes the same number of ranks on every node; make nranks = nnodes * gpus_per_node");
-  if (in.bytes.value() < 0) bad("bytes", "bytes is negative", "give the buffer size in bytes, 0 or more");
+  if (in.bytes.bytes() < 0) bad("bytes", "bytes is negative", "give the buffer size in bytes, 0 or more");
   if (in.compute_capability < 60 || in.compute_capability >= 200)
     bad("compute_capability", fmt::format("compute capability {} is outside 60..199", in.compute_capability),
         "write it as NCCL does: 80 for A100, 90 for H100/H200, 100 for B200");
@@ -636,7 +636,7 @@ void validate(const NcclTuningInput& in, const InputLocation& where)
     bad("comm_channels", "the ring and tree graphs and the communicator need at least one channel",
         "take the channel counts from derive_graphs() or from NCCL's 'Pattern ...' and 'coll channels' log lines");
   for (const auto* g : {&in.ring, &in.tree, &in.nvls})
-    if (g->bw_intra.value() < 0 || g->bw_inter.value() < 0 || g->channels < 0)
+    if (g->bw_intra.bytes_per_sec() < 0 || g->bw_inter.bytes_per_sec() < 0 || g->channels < 0)
       bad("graph", "graph bandwidths and channel counts cannot be negative", "use the values NCCL's search prints");
 }
 

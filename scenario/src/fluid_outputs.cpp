@@ -50,7 +50,7 @@ void write_links_csv(const FluidReport& r, Seconds interval, std::ostream& out)
              "ecn_marks", "pause_s", "max_flows");
   for (const LinkSample& s : r.links) {
     const LinkInfo& info = r.link_info[s.link];
-    csv.record(s.time, interval.value(), s.link, info.name, info.kind, info.capacity, s.bytes, s.utilisation,
+    csv.record(s.time, interval.seconds(), s.link, info.name, info.kind, info.capacity, s.bytes, s.utilisation,
                s.max_queue, s.marks, s.paused, s.max_flows);
   }
 }
@@ -64,24 +64,24 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
   if (c.cc == CongestionControl::Dcqcn) {
     const auto& d = c.dcqcn;
     j["dcqcn"] = {{"preset", d.preset},
-                  {"k_min_bytes", d.k_min.value()},
-                  {"k_max_bytes", d.k_max.value()},
+                  {"k_min_bytes", d.k_min.bytes()},
+                  {"k_max_bytes", d.k_max.bytes()},
                   {"p_max", d.p_max},
-                  {"cnp_interval_s", d.cnp_interval.value()},
+                  {"cnp_interval_s", d.cnp_interval.seconds()},
                   {"g", d.g},
-                  {"alpha_period_s", d.alpha_period.value()},
-                  {"increase_timer_s", d.increase_timer.value()},
-                  {"byte_counter_bytes", d.byte_counter.value()},
+                  {"alpha_period_s", d.alpha_period.seconds()},
+                  {"increase_timer_s", d.increase_timer.seconds()},
+                  {"byte_counter_bytes", d.byte_counter.bytes()},
                   {"fast_recovery_steps", d.fast_recovery_steps},
-                  {"rate_ai_Bps", d.rate_ai.value()},
-                  {"rate_hai_Bps", d.rate_hai.value()}};
+                  {"rate_ai_Bps", d.rate_ai.bytes_per_sec()},
+                  {"rate_hai_Bps", d.rate_hai.bytes_per_sec()}};
   }
-  j["pfc"] = c.pfc.enabled ? nlohmann::ordered_json{{"xoff_bytes", c.pfc.xoff.value()},
-                                                    {"xon_bytes", c.pfc.xon.value()},
-                                                    {"headroom_bytes", c.pfc.headroom.value()},
+  j["pfc"] = c.pfc.enabled ? nlohmann::ordered_json{{"xoff_bytes", c.pfc.xoff.bytes()},
+                                                    {"xon_bytes", c.pfc.xon.bytes()},
+                                                    {"headroom_bytes", c.pfc.headroom.bytes()},
                                                     {"priority", c.pfc.priority}}
                            : nlohmann::ordered_json(false);
-  if (c.queues()) j["time_step_s"] = c.time_step.value();
+  if (c.queues()) j["time_step_s"] = c.time_step.seconds();
 
   const FluidStats& st = r.stats;
   j["flows"] = st.flows;

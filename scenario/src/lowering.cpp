@@ -35,7 +35,7 @@ LoweredSpec lower_spec(const CollectiveSpec& spec, const topo::Topology& topolog
     double largest = 0;
     std::vector<int> gpus;
     for (const auto& t : spec.sends) {
-      largest = std::max(largest, t.bytes.value());
+      largest = std::max(largest, t.bytes.bytes());
       gpus.push_back(t.src);
       gpus.push_back(t.dst);
     }

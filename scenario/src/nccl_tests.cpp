@@ -145,10 +145,10 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
       Simulation sim(topology, scenario.sim);
       const auto timings =
           run_schedules(sim, std::vector<models::Schedule>(static_cast<std::size_t>(options.iters), s));
-      return std::vector<double>{(timings.back().end - timings.front().start).value() / options.iters};
+      return std::vector<double>{(timings.back().end - timings.front().start).seconds() / options.iters};
     });
     row.time = Seconds(r.values.at(0));
-    const double t = row.time.value();
+    const double t = row.time.seconds();
     row.algbw_GBps = t > 0 ? static_cast<double>(row.counts.size_bytes) / t / 1e9 : 0.0;
     row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
     run.rows.push_back(std::move(row));
@@ -202,7 +202,7 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
     out << fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", row.counts.size_bytes, row.counts.count, o.type, redop,
                        root);
     for (int half = 0; half < 2; ++half) {
-      out << fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:5d}", time_str(row.time.value() * 1e6), row.algbw_GBps,
+      out << fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:5d}", time_str(row.time.seconds() * 1e6), row.algbw_GBps,
                          row.busbw_GBps, 0);
       bus_sum += row.busbw_GBps;
       ++bus_count;

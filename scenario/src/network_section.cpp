@@ -66,8 +66,8 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
   }
   if (auto m = net.get("mtu")) {
     f.mtu = m->as_bytes();
-    if (f.mtu.value() < 256 || f.mtu.value() > 9216)
-      m->fail(fmt::format("mtu = {} B is outside 256..9216", f.mtu.value()), "RoCE uses 1024, 2048 or 4096 bytes");
+    if (f.mtu.bytes() < 256 || f.mtu.bytes() > 9216)
+      m->fail(fmt::format("mtu = {} B is outside 256..9216", f.mtu.bytes()), "RoCE uses 1024, 2048 or 4096 bytes");
   }
   if (auto c = net.get("cc")) {
     const std::string name = c->as_string();
@@ -89,8 +89,8 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
     f.time_step = t->as_seconds();
     // Below 10 ns (a 500-byte packet at 400 Gb/s) the fluid premise is gone and every active queue costs an event
     // per step; above 100 us DCQCN's timers (55 us) fall between steps.
-    if (!(f.time_step.value() >= 1e-8 && f.time_step.value() <= 1e-4))
-      t->fail(fmt::format("time_step = {} s is outside [10 ns, 100 us]", f.time_step.value()),
+    if (!(f.time_step.seconds() >= 1e-8 && f.time_step.seconds() <= 1e-4))
+      t->fail(fmt::format("time_step = {} s is outside [10 ns, 100 us]", f.time_step.seconds()),
               "give the queue model's step, e.g. '1 us' (DCQCN's timers are tens of microseconds)");
   }
   if (auto o = net.get("outputs")) {
@@ -101,8 +101,8 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
       f.sample_interval = s->as_seconds();
       // links.csv holds a row per active link and interval: below 100 ns (a 4 KiB packet at 400 Gb/s takes 82 ns)
       // rows describe no more than one packet; the memory estimate bounds the rows of long runs.
-      if (!(f.sample_interval.value() >= 1e-7 && f.sample_interval.value() <= 1.0))
-        s->fail(fmt::format("sample_interval = {} s is outside [100 ns, 1 s]", f.sample_interval.value()),
+      if (!(f.sample_interval.seconds() >= 1e-7 && f.sample_interval.seconds() <= 1.0))
+        s->fail(fmt::format("sample_interval = {} s is outside [100 ns, 1 s]", f.sample_interval.seconds()),
                 "give a time such as '10 us'");
     }
   }

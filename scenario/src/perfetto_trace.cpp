@@ -63,7 +63,7 @@ void write_chrome_trace(const ReplayResult& result, const workloads::Workload& w
     const workloads::Op& op = g.op(e.op);
     std::string args = fmt::format(R"("op":{})", e.op);
     if (op.kind == workloads::OpKind::Compute && op.flops > 0) args += fmt::format(R"(,"flops":{})", op.flops);
-    if (op.bytes.value() > 0) args += fmt::format(R"(,"bytes":{})", op.bytes.value());
+    if (op.bytes.bytes() > 0) args += fmt::format(R"(,"bytes":{})", op.bytes.bytes());
     const int comm = w.communicator_of(e.rank, op);
     if (comm >= 0) args += fmt::format(R"(,"communicator":{})", json_string(w.communicators[comm].name));
     if (op.kind == workloads::OpKind::Send || op.kind == workloads::OpKind::Recv)

@@ -1,6 +1,7 @@
 #include "railyard/scenario/run.hpp"
 #include "railyard/scenario/fluid_outputs.hpp"
 #include "railyard/scenario/lowering.hpp"
+#include "run_start.hpp"
 
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
@@ -21,7 +22,7 @@ using namespace railyard::sim; // the simulator this layer drives
 
 BytesPerSec CollectiveResult::algbw() const
 {
-  return time().value() > 0 ? BytesPerSec(call.bytes.value() / time().value()) : BytesPerSec(0);
+  return time().seconds() > 0 ? BytesPerSec(call.bytes.bytes() / time().seconds()) : BytesPerSec(0);
 }
 
 BytesPerSec CollectiveResult::busbw() const
@@ -35,7 +36,6 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
   // Refusals point at the section that makes the run large: the cluster, then the calls.
   const InputLocation where = scenario.cluster_where;
   // Before anything is built: the topology, and the engine for the GPUs the calls name.
-  const topo::TopologySize size = topo::topology_size(scenario.cluster, scenario.cluster_where);
   std::vector<char> taking_part(static_cast<std::size_t>(scenario.cluster.gpus()), 0);
   for (const auto& spec : scenario.collectives)
     for (int g : spec.call.ranks)
@@ -43,15 +43,12 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
   const auto gpus = static_cast<std::size_t>(std::count(taking_part.begin(), taking_part.end(), 1));
   const std::size_t actors = scenario.sim.backend == Backend::SimGrid ? gpus : 0;
   check_actor_count(actors, where);
-  Footprint footprint;
-  add_baseline(footprint);
-  add_topology(footprint, size);
-  add_engine(footprint, scenario.sim, size, gpus, actors);
-  check_footprint(footprint, memory, where);
-
+  RunStart start = start_run(scenario, memory, [&](Footprint& f, const topo::TopologySize& size) {
+    add_engine(f, scenario.sim, size, gpus, actors);
+  });
+  Footprint& footprint = start.footprint;
+  const topo::Topology& topology = start.topology;
   ProgressProbe* probe = scenario.sim.progress;
-  if (probe) probe->phase = "building the topology";
-  const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
   if (probe) probe->phase = "lowering the calls";
   RunResult result;
   result.scenario = scenario;
@@ -91,12 +88,12 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
       const int first = sch.gpus.empty() ? 0 : sch.gpus.front();
       double out_capacity = 0;
       for (const auto& e : boost::make_iterator_range(boost::out_edges(topology.gpu_vertex(first), topology.graph())))
-        out_capacity += topology.graph()[e].bandwidth.value();
+        out_capacity += topology.graph()[e].bandwidth.bytes_per_sec();
       if (out_capacity > 0 && !sch.gpus.empty())
-        duration += Seconds(sch.bytes_sent_by(0).value() / out_capacity) * scenario.collectives[i].repeat;
+        duration += Seconds(sch.bytes_sent_by(0).bytes() / out_capacity) * scenario.collectives[i].repeat;
     }
   }
-  add_collectives(footprint, distinct, copies, scenario.sim, size, duration);
+  add_collectives(footprint, distinct, copies, scenario.sim, start.size, duration);
   const InputLocation calls_where = scenario.collectives.empty() ? where : scenario.collectives.front().where;
   check_footprint(footprint, memory, calls_where);
   if (limits.max_transfers > 0) {
@@ -153,10 +150,10 @@ void write_outputs(const RunResult& result, OutputDir& folder)
                "start_s", "end_s", "time_s", "algbw_GBps", "busbw_GBps");
     for (std::size_t i = 0; i < result.collectives.size(); ++i) {
       const auto& c = result.collectives[i];
-      csv.record(i, c.iteration, c.call.label, models::to_string(c.call.kind), c.call.bytes.value(),
+      csv.record(i, c.iteration, c.call.label, models::to_string(c.call.kind), c.call.bytes.bytes(),
                  c.call.ranks.size(), models::to_string(*c.call.algorithm), models::to_string(*c.call.protocol),
-                 *c.call.channels, c.start.value(), c.end.value(), c.time().value(), c.algbw().value() / units::kGB,
-                 c.busbw().value() / units::kGB);
+                 *c.call.channels, c.start.seconds(), c.end.seconds(), c.time().seconds(),
+                 c.algbw().bytes_per_sec() / units::kGB, c.busbw().bytes_per_sec() / units::kGB);
     }
   });
 
@@ -175,7 +172,7 @@ void write_outputs(const RunResult& result, OutputDir& folder)
   j["profile_file"] = prof ? nlohmann::ordered_json(prof->file) : nlohmann::ordered_json(nullptr);
   j["links"] = cluster_links_json(result.scenario);
   j["nccl_system"] = nccl_system_json(result.scenario);
-  j["simulated_time_s"] = result.simulated_time.value();
+  j["simulated_time_s"] = result.simulated_time.seconds();
   j["memory_estimate"] = footprint_json(result.footprint);
   j["flows"] = {{"sent", result.flows.flows_sent},
                 {"received", result.flows.flows_received},
@@ -187,14 +184,14 @@ void write_outputs(const RunResult& result, OutputDir& folder)
     e["op"] = models::to_string(c.call.kind);
     e["label"] = c.call.label;
     e["iteration"] = c.iteration;
-    e["size_bytes"] = c.call.bytes.value();
+    e["size_bytes"] = c.call.bytes.bytes();
     e["nranks"] = c.call.ranks.size();
     e["algorithm"] = models::to_string(*c.call.algorithm);
     e["protocol"] = models::to_string(*c.call.protocol);
     e["channels"] = *c.call.channels;
-    e["time_s"] = c.time().value();
-    e["algbw_GBps"] = c.algbw().value() / units::kGB;
-    e["busbw_GBps"] = c.busbw().value() / units::kGB;
+    e["time_s"] = c.time().seconds();
+    e["algbw_GBps"] = c.algbw().bytes_per_sec() / units::kGB;
+    e["busbw_GBps"] = c.busbw().bytes_per_sec() / units::kGB;
     list.push_back(e);
   }
   j["collectives"] = list;

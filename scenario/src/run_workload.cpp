@@ -1,5 +1,6 @@
 #include "railyard/scenario/run_workload.hpp"
 #include "railyard/scenario/perfetto_trace.hpp"
+#include "run_start.hpp"
 
 #include "railyard/common/csv.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
@@ -96,7 +97,7 @@ nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
   for (const auto& c : result.collective_costs) {
     nlohmann::ordered_json e;
     e["op"] = models::to_string(c.call.kind);
-    e["size_bytes"] = c.call.bytes.value();
+    e["size_bytes"] = c.call.bytes.bytes();
     e["nranks"] = c.call.ranks.size();
     e["nodes"] = c.nodes;
     e["algorithm"] = models::to_string(*c.call.algorithm);
@@ -105,8 +106,8 @@ nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
     e["timed_by"] = c.fitted ? "profile_fit" : "schedule";
     e["profile_line"] = c.fitted ? nlohmann::ordered_json(c.entry_line) : nlohmann::ordered_json(nullptr);
     e["extrapolated"] = c.extrapolated;
-    e["time_s"] = c.time.value();
-    e["schedule_time_s"] = c.schedule_time.value();
+    e["time_s"] = c.time.seconds();
+    e["schedule_time_s"] = c.schedule_time.seconds();
     e["reason"] = c.reason;
     calls.push_back(e);
   }
@@ -124,16 +125,12 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
                      "add 'workload:' (generator or trace)");
   // Before anything is built: the topology (the workload's own size is known once it is generated or read).
   // Refusals point at the section that makes the run large: the cluster, then the workload.
-  const InputLocation where = scenario.cluster_where;
   const InputLocation workload_where = scenario.workload->where;
-  const topo::TopologySize size = topo::topology_size(scenario.cluster, scenario.cluster_where);
-  Footprint footprint;
-  add_baseline(footprint);
-  add_topology(footprint, size);
-  check_footprint(footprint, memory, where);
+  RunStart start = start_run(scenario, memory);
+  const topo::TopologySize& size = start.size;
+  Footprint& footprint = start.footprint;
+  const topo::Topology& topology = start.topology;
   ProgressProbe* probe = scenario.sim.progress;
-  if (probe) probe->phase = "building the topology";
-  const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
   if (probe) probe->phase = "generating or reading the workload";
   WorkloadRunResult result;
   result.scenario = scenario;
@@ -247,7 +244,7 @@ void write_workload_outputs(const WorkloadRunResult& result, const std::string& 
 void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
 {
   const ReplayResult& r = result.replay;
-  const double step = r.step_time.value();
+  const double step = r.step_time.seconds();
 
   folder.write("breakdown.csv", [&](std::ostream& out) {
     CsvWriter csv(out);
@@ -264,8 +261,8 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
       const auto& rk = r.ranks[i];
       const auto& b = rk.breakdown;
       csv.field(i);
-      csv.field(rk.first_start.value());
-      csv.field(rk.last_end.value());
+      csv.field(rk.first_start.seconds());
+      csv.field(rk.last_end.seconds());
       csv.field(b.compute_s);
       for (double v : b.exposed_s)
         csv.field(v);
@@ -307,7 +304,7 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   j["collective_model"] = collective_model_json(result);
   j["step_time_s"] = step;
   j["memory_estimate"] = footprint_json(result.footprint);
-  j["start_s"] = r.start.value();
+  j["start_s"] = r.start.seconds();
   j["model_flops"] = r.model_flops;
   j["hardware_flops"] = r.hardware_flops;
   j["peak_flops_per_gpu"] = r.peak_flops;

@@ -37,7 +37,7 @@ models::CollectiveCall parse_call(const YamlNode& n, int gpus)
   call.kind = *kind;
   const YamlNode size = n.at("size");
   call.bytes = size.as_bytes();
-  if (call.bytes.value() < 0)
+  if (call.bytes.bytes() < 0)
     size.fail(fmt::format("size {} is negative", size.as_string()), "give a size of 0 bytes or more, e.g. '1 GiB'");
   if (n.has("ranks")) {
     call.ranks = parse_ranks(n.at("ranks"), gpus);
@@ -96,7 +96,7 @@ models::P2pTransfer parse_send(const YamlNode& n, int gpus, bool in_group)
                     "give two different GPUs");
   const YamlNode size = n.at("size");
   t.bytes = size.as_bytes();
-  if (t.bytes.value() < 0)
+  if (t.bytes.bytes() < 0)
     size.fail(fmt::format("size {} is negative", size.as_string()), "give a size of 0 bytes or more, e.g. '1 MiB'");
   return t;
 }
@@ -310,7 +310,7 @@ struct ProfileLinks {
     });
     resolve(origins.nic_latency, nic_lat, net, "latency_us", [&](const LinkParams& l) {
       const Seconds nic = (l.latency - spec.pcie_latency * 2.0) * 0.5;
-      if (nic.value() < 0)
+      if (nic.seconds() < 0)
         throw InputError({profile.file, l.line, "links[network].latency_us"},
                          fmt::format("the profile's network latency {} is the whole path between two nodes, and it is "
                                      "shorter than the path's two PCIe links of {} each, so no NIC latency is left",
@@ -415,8 +415,8 @@ nlohmann::ordered_json cluster_links_json(const Scenario& sc)
   const auto& o = sc.link_origins;
   auto kind = [](BytesPerSec bw, Seconds lat, const LinkParamOrigin& bw_from, const LinkParamOrigin& lat_from) {
     nlohmann::ordered_json j;
-    j["bandwidth_Bps"] = bw.value();
-    j["latency_s"] = lat.value();
+    j["bandwidth_Bps"] = bw.bytes_per_sec();
+    j["latency_s"] = lat.seconds();
     j["bandwidth_from"] = origin_json(bw_from);
     j["latency_from"] = origin_json(lat_from);
     return j;
@@ -495,7 +495,8 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
     sc.nccl.where = nc->where();
     if (auto o = nc->get("step_overhead")) {
       sc.step_overhead = o->as_seconds();
-      if (sc.step_overhead.value() < 0) o->fail("step_overhead is negative", "give a time of 0 or more, e.g. '0.5 us'");
+      if (sc.step_overhead.seconds() < 0)
+        o->fail("step_overhead is negative", "give a time of 0 or more, e.g. '0.5 us'");
     }
     if (auto sys = nc->get("system")) {
       sc.nccl.system = sys->as_string();

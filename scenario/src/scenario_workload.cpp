@@ -177,7 +177,8 @@ void parse_trace(const YamlNode& node, const std::string& scenario_file, Workloa
   w.layer.model_parallel = positive_int(node, "model_parallel", 0, 0);
   if (auto t = node.get("tick")) {
     w.layer.tick = t->as_seconds();
-    if (!(w.layer.tick.value() > 0)) t->fail("tick must be positive", "give the length of one time unit, e.g. '1 ns'");
+    if (!(w.layer.tick.seconds() > 0))
+      t->fail("tick must be positive", "give the length of one time unit, e.g. '1 ns'");
   }
   w.infer_cross_stream_deps = node.bool_or("infer_cross_stream_deps", true);
 }

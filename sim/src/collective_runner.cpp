@@ -39,7 +39,7 @@ public:
     for (int c = 0; c < static_cast<int>(channels_.size()); ++c) {
       if (schedule_.channels[c].empty()) continue;
       post_recvs(c, now);
-      sends_at(c, now + schedule_.launch.value(), now);
+      sends_at(c, now + schedule_.launch.seconds(), now);
       advance(c, now);
     }
   }
@@ -145,7 +145,7 @@ private:
   [[nodiscard]] double overhead_of(int c, const models::Step& st)
   {
     const bool inter = st.overhead_inter && peers_of(c, st).inter;
-    return (inter ? *st.overhead_inter : st.overhead).value();
+    return (inter ? *st.overhead_inter : st.overhead).seconds();
   }
 
   // Moves channel c through every step that is complete (receives arrived, sends posted).
@@ -208,7 +208,7 @@ void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int ra
 {
   ActorPoster poster(net);
   RankSchedule machine(schedule, rank, tag_base, poster);
-  machine.start(net.now().value());
+  machine.start(net.now().seconds());
   while (!poster.requests.empty()) {
     const std::size_t i = net.wait_any(poster.requests);
     const std::uint64_t cookie = poster.cookies[i];
@@ -216,7 +216,7 @@ void execute_schedule(FlowNetwork& net, const models::Schedule& schedule, int ra
     poster.requests.pop_back();
     poster.cookies[i] = poster.cookies.back();
     poster.cookies.pop_back();
-    machine.on_complete(cookie, net.now().value());
+    machine.on_complete(cookie, net.now().seconds());
   }
   // A rank is done with a collective when what it sent has left too, as an NCCL kernel ends only once its last
   // slot is written: a rank that only sends must not start its next collective before its data is out.
@@ -242,7 +242,7 @@ public:
   {
     if (next_ == items_.size()) return;
     const auto [index, rank] = items_[next_];
-    const double now = net_.now().value();
+    const double now = net_.now().seconds();
     CollectiveTiming& t = timings_[index];
     t.start = std::min(t.start, Seconds(now));
     t.last_start = std::max(t.last_start, Seconds(now));
@@ -253,7 +253,7 @@ public:
 
   void on_complete(std::uint64_t cookie) override
   {
-    machine_->on_complete(cookie, net_.now().value());
+    machine_->on_complete(cookie, net_.now().seconds());
     if (machine_->pending() == 0) net_.client_watch_sends(id_);
   }
 
@@ -318,7 +318,7 @@ std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<m
       sim.run();
     }
     for (auto& t : timings)
-      if (t.start.value() == std::numeric_limits<double>::infinity()) t.start = Seconds(0);
+      if (t.start.seconds() == std::numeric_limits<double>::infinity()) t.start = Seconds(0);
     return timings;
   }
   for (int g = 0; g < gpus; ++g) {
@@ -335,7 +335,7 @@ std::vector<CollectiveTiming> run_schedules(Simulation& sim, const std::vector<m
   }
   sim.run();
   for (auto& t : timings)
-    if (t.start.value() == std::numeric_limits<double>::infinity()) t.start = Seconds(0);
+    if (t.start.seconds() == std::numeric_limits<double>::infinity()) t.start = Seconds(0);
   return timings;
 }
 

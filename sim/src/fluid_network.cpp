@@ -48,8 +48,8 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     : topo_(topology), cfg_(std::move(config)), seed_(seed), pxn_(pxn), queues_(cfg_.queues())
 {
   if (cfg_.qps_per_connection < 1) throw std::invalid_argument("qps_per_connection must be at least 1");
-  if (!(cfg_.time_step.value() > 0)) throw std::invalid_argument("time_step must be positive");
-  if (!(cfg_.sample_interval.value() > 0)) throw std::invalid_argument("sample_interval must be positive");
+  if (!(cfg_.time_step.seconds() > 0)) throw std::invalid_argument("time_step must be positive");
+  if (!(cfg_.sample_interval.seconds() > 0)) throw std::invalid_argument("sample_interval must be positive");
   int max_tier = 0;
   for (std::size_t v = 0; v < topo_.num_vertices(); ++v)
     max_tier = std::max(max_tier, topo_.vertex(v).tier);
@@ -58,8 +58,8 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
   fill_links_.resize(topo_.num_links());
   for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
     LinkState& l = links_[id];
-    l.capacity = topo_.link(id).bandwidth.value();
-    l.latency = topo_.link(id).latency.value();
+    l.capacity = topo_.link(id).bandwidth.bytes_per_sec();
+    l.latency = topo_.link(id).latency.seconds();
     const auto& from = topo_.vertex(topo_.link_source(id));
     const auto& to = topo_.vertex(topo_.link_target(id));
     const bool from_switch = from.kind == topo::VertexKind::Leaf || from.kind == topo::VertexKind::Spine ||
@@ -69,21 +69,21 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     // Up*/down* paths visit egress ports in this order: up by source tier, then down by target tier.
     aux_[id].stage = to.tier > from.tier ? from.tier : 2 * max_tier - to.tier;
     if (cfg_.pfc.enabled) {
-      aux_[id].headroom = cfg_.pfc.headroom.value() > 0
-                              ? cfg_.pfc.headroom.value()
+      aux_[id].headroom = cfg_.pfc.headroom.bytes() > 0
+                              ? cfg_.pfc.headroom.bytes()
                               : models::cc::required_headroom(topo_.link(id).bandwidth, topo_.link(id).latency,
                                                               cfg_.pfc.response_time, cfg_.mtu)
-                                    .value();
+                                    .bytes();
     }
   }
   // With PFC, a step must not exceed the time a PAUSE takes to act (cable latency + response) on any port into a
   // switch, or the headroom sized for that time would be overrun by the step's own delay in noticing XOFF.
-  step_ = cfg_.time_step.value();
+  step_ = cfg_.time_step.seconds();
   if (cfg_.pfc.enabled)
     for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
       const auto& to = topo_.vertex(topo_.link_target(id));
       if (to.kind == topo::VertexKind::Leaf || to.kind == topo::VertexKind::Spine || to.kind == topo::VertexKind::Core)
-        step_ = std::min(step_, links_[id].latency + cfg_.pfc.response_time.value());
+        step_ = std::min(step_, links_[id].latency + cfg_.pfc.response_time.seconds());
     }
   report_.stats.links.resize(links_.size());
   report_.link_info.resize(links_.size());
@@ -93,7 +93,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     const auto& to = topo_.vertex(topo_.link_target(id));
     info.name = topo_.link_name(id);
     info.kind = topo::to_string(topo_.link(id).kind);
-    info.capacity = topo_.link(id).bandwidth.value();
+    info.capacity = topo_.link(id).bandwidth.bytes_per_sec();
     info.from = static_cast<std::uint32_t>(topo_.link_source(id));
     info.from_switch = from.kind == topo::VertexKind::Leaf || from.kind == topo::VertexKind::Spine ||
                        from.kind == topo::VertexKind::Core;
@@ -148,26 +148,14 @@ void Net::set_priority(int src, int dst, std::uint64_t tag, int priority)
 
 std::uint32_t Net::alloc_message()
 {
-  if (!free_messages_.empty()) {
-    const std::uint32_t m = free_messages_.back();
-    free_messages_.pop_back();
-    messages_[m] = Message{};
-    return m;
-  }
-  messages_.emplace_back();
-  return static_cast<std::uint32_t>(messages_.size() - 1);
+  const std::uint32_t m = messages_.acquire();
+  messages_[m] = Message{};
+  return m;
 }
 
 std::uint32_t Net::alloc_request(std::uint32_t owner, std::uint64_t cookie)
 {
-  std::uint32_t r;
-  if (!free_requests_.empty()) {
-    r = free_requests_.back();
-    free_requests_.pop_back();
-  } else {
-    requests_.emplace_back();
-    r = static_cast<std::uint32_t>(requests_.size() - 1);
-  }
+  const std::uint32_t r = requests_.acquire();
   Request& req = requests_[r];
   req = Request{};
   req.in_use = true;
@@ -198,7 +186,7 @@ void Net::send_from(std::uint32_t sender, int src, int dst, std::uint64_t tag, B
   msg.src = src;
   msg.dst = dst;
   msg.tag = tag;
-  msg.bytes = std::max(0.0, bytes.value());
+  msg.bytes = std::max(0.0, bytes.bytes());
   msg.sender = sender;
   msg.priority = c.priority;
   totals_.flows_sent++;
@@ -251,7 +239,7 @@ void Net::match(std::uint32_t m, std::uint32_t r)
 std::uint32_t Net::timer_for(std::uint32_t owner, Seconds at, std::uint64_t cookie)
 {
   const std::uint32_t r = alloc_request(owner, cookie);
-  const double t = std::max(at.value(), clock());
+  const double t = std::max(at.seconds(), clock());
   push(t, EventKind::Timer, r, 0);
   arm(t);
   return r;
@@ -275,7 +263,7 @@ std::size_t Net::wait_any(const std::vector<RequestId>& ids)
     if (best < ids.size()) {
       const std::uint32_t id = static_cast<std::uint32_t>(ids[best]);
       requests_[id] = Request{};
-      free_requests_.push_back(id);
+      requests_.release(id);
       return best;
     }
     if (ids.empty()) throw std::logic_error("wait_any: nothing to wait for");
@@ -325,7 +313,7 @@ void Net::client_timer(std::uint32_t client, Seconds at, std::uint64_t cookie)
     return;
   }
   // The event carries the client and its cookie: no request to allocate, fill and free for the commonest post.
-  const double t = std::max(at.value(), clock());
+  const double t = std::max(at.seconds(), clock());
   push(t, EventKind::ClientTimer, client, static_cast<std::uint32_t>(cookie));
   arm(t);
 }
@@ -369,7 +357,7 @@ void Net::complete_request(std::uint32_t r, double t)
   const std::uint64_t cookie = req.cookie;
   FlowClient* client = req.client;
   req = Request{};
-  free_requests_.push_back(r);
+  requests_.release(r);
   deliver(*client, cookie);
 }
 
@@ -488,7 +476,7 @@ void Net::process_date(double t)
   }
   if (cfg_.record_links && !sample_scheduled_ && active_flows_ > 0) {
     sample_scheduled_ = true;
-    push(sample_t_ + cfg_.sample_interval.value(), EventKind::Sample, 0, 0);
+    push(sample_t_ + cfg_.sample_interval.seconds(), EventKind::Sample, 0, 0);
   }
 }
 
@@ -534,14 +522,7 @@ void Net::dispatch(const Event& e, double now)
 
 std::uint32_t Net::alloc_flow()
 {
-  std::uint32_t f;
-  if (!free_flows_.empty()) {
-    f = free_flows_.back();
-    free_flows_.pop_back();
-  } else {
-    flows_.emplace_back();
-    f = static_cast<std::uint32_t>(flows_.size() - 1);
-  }
+  const std::uint32_t f = flows_.acquire();
   Flow& fl = flows_[f];
   const std::uint32_t gen = fl.gen + 1, version = fl.version + 1;
   static_cast<FlowHead&>(fl) = FlowHead{};
@@ -767,7 +748,7 @@ void Net::end_flow(std::uint32_t f, double t)
   msg.arrival = std::max(msg.arrival, t + fl.latency);
   fl.active = false;
   fl.version++;
-  free_flows_.push_back(f);
+  flows_.release(f);
   if (--msg.pending == 0) {
     push(msg.arrival, EventKind::Arrival, fl.message, 0);
     send_ended(msg.sender);
@@ -780,7 +761,7 @@ void Net::complete_message(std::uint32_t m, double t)
   totals_.flows_received++;
   totals_.bytes_received += msg.bytes;
   const std::uint32_t r = msg.request;
-  free_messages_.push_back(m);
+  messages_.release(m);
   complete_request(r, t);
 }
 

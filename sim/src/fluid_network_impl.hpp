@@ -3,6 +3,7 @@
 
 #include "fluid_fifo.hpp"
 #include "railyard/common/hash.hpp"
+#include "railyard/common/slot_pool.hpp"
 #include "railyard/sim/event_calendar.hpp"
 #include "railyard/sim/fluid.hpp"
 
@@ -414,12 +415,9 @@ private:
   std::vector<LinkState> links_;
   std::vector<LinkAux> aux_;
   std::vector<LinkFill> fill_links_;
-  std::vector<Flow> flows_;
-  std::vector<std::uint32_t> free_flows_;
-  std::vector<Message> messages_;
-  std::vector<std::uint32_t> free_messages_;
-  std::vector<Request> requests_;
-  std::vector<std::uint32_t> free_requests_;
+  SlotPool<Flow> flows_;
+  SlotPool<Message> messages_;
+  SlotPool<Request> requests_;
   std::vector<ActorRec> actors_; ///< by SimGrid pid
   std::vector<ClientRec> clients_;
   std::uint64_t client_work_ = 0; ///< receives, timers and watches of clients not yet delivered
@@ -465,8 +463,7 @@ private:
   std::uint32_t epoch_ = 0;
 
   // queue model
-  std::vector<FabricFlow> fab_;
-  std::vector<std::uint32_t> free_fab_;
+  SlotPool<FabricFlow> fab_;
   std::uint64_t fabric_flows_ = 0;
   double queue_t_ = 0;
   double step_ = 0; ///< the queue model's step: time_step, or shorter so a PAUSE never comes a step late

@@ -40,14 +40,7 @@ int queue_index(const FabricFlow& f, std::uint32_t hop)
 
 void Net::start_fabric_flow(std::uint32_t f, double line_rate, double t)
 {
-  std::uint32_t idx;
-  if (!free_fab_.empty()) {
-    idx = free_fab_.back();
-    free_fab_.pop_back();
-  } else {
-    fab_.emplace_back();
-    idx = static_cast<std::uint32_t>(fab_.size() - 1);
-  }
+  const std::uint32_t idx = fab_.acquire();
   FabricFlow& q = fab_[idx];
   q = FabricFlow{};
   Flow& fl = flows_[f];
@@ -67,7 +60,7 @@ void Net::start_fabric_flow(std::uint32_t f, double line_rate, double t)
   q.cc = cfg_.cc == CongestionControl::Dcqcn;
   if (q.cc) {
     q.rp = models::cc::ReactionPoint(cfg_.dcqcn, BytesPerSec(line_rate), Seconds(t));
-    fl.cap = q.rp.rate().value();
+    fl.cap = q.rp.rate().bytes_per_sec();
   }
   q.rng = splitmix64(seed_ ^ splitmix64(fl.id + 0x5bd1e995ULL));
   q.threshold = next_exponential(q.rng);
@@ -90,7 +83,7 @@ void Net::end_fabric_flow(std::uint32_t f)
   if (q.cc)
     report_.stats.rate_decreases += static_cast<std::uint64_t>(q.rp.decreases());
   q.flow = kNone;
-  free_fab_.push_back(fl.fab);
+  fab_.release(fl.fab);
   fl.fab = kNone;
   --fabric_flows_;
   queue_order_dirty_ = true;
@@ -134,7 +127,7 @@ void Net::queue_step(double t0, double t1)
   if (queue_order_dirty_)
     rebuild_queue_order();
   const auto& dc = cfg_.dcqcn;
-  const double mtu = cfg_.mtu.value();
+  const double mtu = cfg_.mtu.bytes();
   FluidStats& st = report_.stats;
 
   // Injection: each sender pushes its rate's worth into its first egress queue.
@@ -162,7 +155,7 @@ void Net::queue_step(double t0, double t1)
       continue;
     }
     if (q.cc && q.rp.advance(dc, Seconds(t1), Bytes(inj))) {
-      fl.cap = q.rp.rate().value();
+      fl.cap = q.rp.rate().bytes_per_sec();
       mark_flow_dirty(q.flow);
     }
   }
@@ -249,7 +242,7 @@ void Net::queue_step(double t0, double t1)
       if (q.flow == kNone || q.hazard < q.threshold)
         continue;
       const Flow& fl = flows_[q.flow];
-      if (t1 - q.last_cnp >= dc.cnp_interval.value()) {
+      if (t1 - q.last_cnp >= dc.cnp_interval.seconds()) {
         q.last_cnp = t1;
         push(t1 + 2 * fl.latency, EventKind::Cnp, q.flow, fl.gen);
         st.cnps++;
@@ -288,7 +281,7 @@ void Net::queue_step(double t0, double t1)
         const double occ = is.ingress[prio];
         const auto bit = static_cast<std::uint8_t>(1U << prio);
         busy = busy || occ > 0;
-        const double excess = std::max(0.0, occ - (pfc.xoff.value() + is.headroom));
+        const double excess = std::max(0.0, occ - (pfc.xoff.bytes() + is.headroom));
         if (excess > is.excess[prio])
           st.overflow_bytes += excess - is.excess[prio];
         is.excess[prio] = excess;
@@ -303,16 +296,16 @@ void Net::queue_step(double t0, double t1)
             return t1;
           return t0 + dt * (threshold - before) / (occ - before);
         };
-        if (occ > pfc.xoff.value() && !want_pause) {
+        if (occ > pfc.xoff.bytes() && !want_pause) {
           is.resume_pending &= static_cast<std::uint8_t>(~bit);
           if (!(il.paused_mask & bit)) {
             is.pause_pending |= bit;
-            push(std::max(t1, crossing(pfc.xoff.value()) + il.latency + pfc.response_time.value()),
+            push(std::max(t1, crossing(pfc.xoff.bytes()) + il.latency + pfc.response_time.seconds()),
                  EventKind::PauseOn, in, static_cast<std::uint32_t>(prio));
           }
-        } else if (occ < pfc.xon.value() && want_pause) {
+        } else if (occ < pfc.xon.bytes() && want_pause) {
           is.resume_pending |= bit;
-          push(std::max(t1, crossing(pfc.xon.value()) + il.latency), EventKind::PauseOff, in,
+          push(std::max(t1, crossing(pfc.xon.bytes()) + il.latency), EventKind::PauseOff, in,
                static_cast<std::uint32_t>(prio));
         }
       }
@@ -351,7 +344,7 @@ void Net::on_cnp(std::uint32_t f, std::uint32_t gen, double t)
   q.rp.on_cnp(cfg_.dcqcn, Seconds(t));
   if (q.injected >= fl.bytes)
     return; // all injected: it holds no share of its host links whatever its reaction point's rate
-  fl.cap = q.rp.rate().value();
+  fl.cap = q.rp.rate().bytes_per_sec();
   mark_flow_dirty(f);
 }
 

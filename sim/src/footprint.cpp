@@ -176,7 +176,7 @@ void add_collectives(Footprint& f, const std::vector<const models::Schedule*>& s
           static_cast<double>(sizeof(FlowRecord) + sizeof(std::uint32_t) * longest_path_links(size)),
           "network: {outputs: {flows: false}}");
   if (config.fluid.record_links) {
-    const double intervals = std::ceil(duration.value() / config.fluid.sample_interval.value());
+    const double intervals = std::ceil(duration.seconds() / config.fluid.sample_interval.seconds());
     f.add(fmt::format("link samples of links.csv (every link over {:.0f} intervals of {}, the run's length without "
                       "contention; at least)",
                       intervals, format_seconds(config.fluid.sample_interval)),

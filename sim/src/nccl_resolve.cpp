@@ -116,7 +116,7 @@ models::NodeSpec nccl_node(const NcclSettings& settings, const topo::ClusterSpec
     name = system->display;
   } else {
     // Nearest NVLink generation by ratio: A100 300, H100/H200 450, B200 900 GB/s per GPU and direction.
-    const double gbps = cluster.nvlink_bandwidth.value() / 1e9;
+    const double gbps = cluster.nvlink_bandwidth.bytes_per_sec() / 1e9;
     const std::pair<double, models::NodeLayout> gens[] = {
         {300, models::NodeLayout::DgxA100}, {450, models::NodeLayout::DgxH100}, {900, models::NodeLayout::HgxB200}};
     double best = 1e300;
@@ -216,7 +216,7 @@ models::CollectiveCall NcclCommunicator::resolve(const models::CollectiveCall& c
                                    models::to_string(call.kind)),
                        "remove algorithm and protocol from this entry");
     const double per_transfer =
-        call.kind == models::CollectiveKind::AllToAll ? call.bytes.value() / call.ranks.size() : call.bytes.value();
+        call.kind == models::CollectiveKind::AllToAll ? call.bytes.bytes() / call.ranks.size() : call.bytes.bytes();
     out.algorithm = models::Algorithm::Ring; // NCCL's p2p path has no algorithm; Ring stands in for it in outputs
     out.protocol = models::p2p_protocol(Bytes(per_transfer));
     if (!out.channels) out.channels = p2p_lanes_;
@@ -268,7 +268,7 @@ models::CollectiveCall NcclCommunicator::resolve(const models::CollectiveCall& c
                                            : "op"),
                      fmt::format("NCCL has no algorithm and protocol for {} of {} B on {} ranks ({} per node) with{}: "
                                  "its cost model prices none of the allowed combinations on this system{}",
-                                 models::to_string(call.kind), call.bytes.value(), in->nranks, in->gpus_per_node,
+                                 models::to_string(call.kind), call.bytes.bytes(), in->nranks, in->gpus_per_node,
                                  asked.empty() ? " its defaults" : asked, why),
                      "allow more algorithms or protocols (nccl.algo / nccl.proto, --algo / --proto, or this entry's "
                      "algorithm and protocol)");
@@ -300,8 +300,8 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
   // link latencies, so a step's overhead is what NCCL's number adds beyond the path (none when the path alone is
   // slower).
   li.costs.launch = costs.launch;
-  li.costs.intra_hop = Seconds(std::max(0.0, (costs.intra_hop - hops.intra).value()));
-  li.costs.inter_hop = Seconds(std::max(0.0, (costs.inter_hop - hops.inter).value()));
+  li.costs.intra_hop = Seconds(std::max(0.0, (costs.intra_hop - hops.intra).seconds()));
+  li.costs.inter_hop = Seconds(std::max(0.0, (costs.inter_hop - hops.inter).seconds()));
   return li;
 }
 

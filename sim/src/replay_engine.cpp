@@ -144,7 +144,7 @@ double Engine::release_time(const RankRt& rt, OpId op) const
 {
   if (std::isnan(rt.release_shift)) return -kInf;
   const auto t = rt.prog->g->issue_time(op);
-  return t ? t->value() + rt.release_shift : -kInf;
+  return t ? t->seconds() + rt.release_shift : -kInf;
 }
 
 // The dependencies of `op` are done, counting ops of its stream in [chain_begin, chain_end) as done.
@@ -286,7 +286,7 @@ void Engine::start_collective(RankRt& rt, std::uint32_t l, OpId op_id, const Op&
   if (share_sms()) change_nccl_sms(rt, channels_of(rt, op_id, op, comm));
   const std::uint64_t key = (static_cast<std::uint64_t>(comm) << 32) | rt.prog->seq[op_id];
   Instance& inst = instances_[key];
-  inst.bytes = std::max(inst.bytes, op.bytes.value());
+  inst.bytes = std::max(inst.bytes, op.bytes.bytes());
   if (opt_.comm == CommModel::Flows) {
     // Every member runs its part on the network as it arrives; the schedule is the first arrival's lowering.
     if (!inst.schedule) inst.schedule = schedule_for(rt, op_id, op, comm);
@@ -495,7 +495,7 @@ ReplayResult Engine::collect(const FlowTotals& flows)
   out.model_flops = opt_.model_flops;
   if (profile_ && profile_->kernel)
     if (const auto* c = profile_->kernel->compute_for(opt_.dtype)) out.peak_flops = c->peak_flops;
-  const double denom = out.step_time.value() * n * out.peak_flops;
+  const double denom = out.step_time.seconds() * n * out.peak_flops;
   if (denom > 0) {
     if (out.model_flops > 0) out.mfu = out.model_flops / denom;
     if (out.hardware_flops > 0) out.hfu = out.hardware_flops / denom;

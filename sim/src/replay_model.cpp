@@ -29,13 +29,13 @@ Seconds isolated_collective_time(const models::Schedule& s, const topo::Topology
   };
   std::vector<Flow> flows;
   Signature sig;
-  double total = s.launch.value();
+  double total = s.launch.seconds();
   for (std::size_t j = 0; j < rounds; ++j) {
     sig.clear();
     for (const auto& ch : s.channels)
       if (j < ch.size())
-        sig.emplace_back(ch[j].pattern, ch[j].wire_bytes.value(), ch[j].overhead.value(),
-                         ch[j].overhead_inter ? ch[j].overhead_inter->value() : -1.0);
+        sig.emplace_back(ch[j].pattern, ch[j].wire_bytes.bytes(), ch[j].overhead.seconds(),
+                         ch[j].overhead_inter ? ch[j].overhead_inter->seconds() : -1.0);
       else
         sig.emplace_back(~std::uint32_t{0}, 0.0, 0.0, 0.0);
     if (auto it = memo.find(sig); it != memo.end()) {
@@ -51,15 +51,15 @@ Seconds isolated_collective_time(const models::Schedule& s, const topo::Topology
       // The per-hop latency a rank pays after its receives: the inter-node one where it receives across nodes.
       for (int r = 0; r < p.nranks(); ++r)
         if (!p.recvs(r).empty())
-          overhead = std::max(overhead, st.overhead_inter && p.receives_inter_node(r) ? st.overhead_inter->value()
-                                                                                      : st.overhead.value());
+          overhead = std::max(overhead, st.overhead_inter && p.receives_inter_node(r) ? st.overhead_inter->seconds()
+                                                                                      : st.overhead.seconds());
       for (int r = 0; r < p.nranks(); ++r) {
         const auto peers = p.sends(r);
         for (std::size_t i = 0; i < peers.size(); ++i) {
           const int src = s.gpus[r], dst = s.gpus[peers[i]];
           if (src == dst) continue;
-          Flow f{t.route(src, dst, c, seed, pxn), st.wire_bytes.value() * p.send_weight(r, i), 0};
-          f.latency = t.path_latency(f.path).value();
+          Flow f{t.route(src, dst, c, seed, pxn), st.wire_bytes.bytes() * p.send_weight(r, i), 0};
+          f.latency = t.path_latency(f.path).seconds();
           for (auto l : f.path)
             ++load[l];
           flows.push_back(std::move(f));
@@ -70,7 +70,7 @@ Seconds isolated_collective_time(const models::Schedule& s, const topo::Topology
     for (const Flow& f : flows) {
       double rate = std::numeric_limits<double>::infinity();
       for (auto l : f.path)
-        rate = std::min(rate, t.link(l).bandwidth.value() / load[l]);
+        rate = std::min(rate, t.link(l).bandwidth.bytes_per_sec() / load[l]);
       round = std::max(round, f.latency + (f.bytes > 0 ? f.bytes / rate : 0.0));
     }
     for (const Flow& f : flows)
@@ -141,7 +141,7 @@ ProfileCollectiveCost profile_collective_cost(const calibration::Profile& profil
   }
   out.time = out.fit->time(call.bytes, nranks);
   out.extrapolated =
-      out.fit->measured_max.value() > 0 && (call.bytes < out.fit->measured_min || call.bytes > out.fit->measured_max);
+      out.fit->measured_max.bytes() > 0 && (call.bytes < out.fit->measured_min || call.bytes > out.fit->measured_max);
   out.reason = exact ? fmt::format("entry {}: the algorithm and protocol NCCL's model chose", entry_name(*out.fit))
                      : fmt::format("entry {}: NCCL's own choice as measured; the profile has no {}/{} entry for this "
                                    "shape",

@@ -90,7 +90,7 @@ void Engine::build_programs()
       }
       if (auto t = g.issue_time(i)) {
         p.has_issue = true;
-        p.min_issue = std::min(p.min_issue, t->value());
+        p.min_issue = std::min(p.min_issue, t->seconds());
       }
       if (op.kind == OpKind::Compute || op.kind == OpKind::Memcpy) p.duration[i] = kernel_duration(g, i, example);
       if (op.kind == OpKind::Compute) p.flops += op.flops;
@@ -112,23 +112,23 @@ double Engine::kernel_duration(const RankGraph& g, OpId i, int rank)
 {
   const Op& op = g.op(i);
   if (opt_.measured_durations)
-    if (auto d = g.measured_duration(i)) return d->value();
-  const double bytes = op.kind == OpKind::Memcpy ? 2 * op.bytes.value() : op.bytes.value();
+    if (auto d = g.measured_duration(i)) return d->seconds();
+  const double bytes = op.kind == OpKind::Memcpy ? 2 * op.bytes.bytes() : op.bytes.bytes();
   if (op.flops == 0 && bytes == 0) return 0;
   if (!profile_ || !profile_->kernel)
     throw InputError({g.source_file(), 0, fmt::format("rank {} {}", rank, g.describe(i))},
                      fmt::format("op '{}' has {} FLOPs and {} bytes but no measured duration, and the scenario names "
                                  "no profile with a kernel model to time it",
-                                 g.name(i), op.flops, op.bytes.value()),
+                                 g.name(i), op.flops, op.bytes.bytes()),
                      "add 'profile: calibration/profiles/<system>.yaml' to the scenario");
   if (op.kind == OpKind::Compute)
     if (const auto gm = g.gemm(i)) return gemm_duration(*gm, op.bytes, 0);
-  return profile_->kernel_time(op.flops, Bytes(bytes), opt_.dtype).value();
+  return profile_->kernel_time(op.flops, Bytes(bytes), opt_.dtype).seconds();
 }
 
 double Engine::gemm_duration(const workloads::GemmShape& gm, Bytes bytes, int sms_taken) const
 {
-  return profile_->gemm_time(gm.m, gm.n, gm.k, gm.batch, bytes, opt_.dtype, sms_taken).value();
+  return profile_->gemm_time(gm.m, gm.n, gm.k, gm.batch, bytes, opt_.dtype, sms_taken).seconds();
 }
 
 // NCCL's SMs are modelled when the event loop times GEMMs by waves (a profile with a `gemm:` block).
@@ -186,7 +186,7 @@ void Engine::build_ranks()
 double Engine::clock_offset(int r) const
 {
   const auto o = w_.graph_of(r).clock_offset();
-  return o ? o->value() : 0.0;
+  return o ? o->seconds() : 0.0;
 }
 
 // Pairs the k-th Send a->b with tag t with the k-th Recv on b from a with tag t.
@@ -237,7 +237,7 @@ void Engine::build_messages()
     const Op& op = sr.prog->g->op(sr.prog->p2p_ops[s.pos]);
     m.src = s.src;
     m.dst = s.dst;
-    m.bytes = op.bytes.value();
+    m.bytes = op.bytes.bytes();
     m.net_tag = kP2pTagBit | static_cast<std::uint32_t>(s.tag);
     const int comm = w_.communicator_of(s.rank, op);
     m.kind = comm >= 0 ? static_cast<std::size_t>(w_.communicators[comm].kind) : kGroupKinds - 1;
@@ -257,7 +257,7 @@ void Engine::prepare_collectives()
     for (OpId i = 0; i < g.size(); ++i) {
       const Op& op = g.op(i);
       if (op.kind == OpKind::Collective)
-        shapes[gi].try_emplace({op.comm, static_cast<int>(op.collective_code), op.bytes.value(), op.peer}, i);
+        shapes[gi].try_emplace({op.comm, static_cast<int>(op.collective_code), op.bytes.bytes(), op.peer}, i);
     }
   }
   for (int r = 0; r < w_.world_size(); ++r) {
@@ -267,7 +267,7 @@ void Engine::prepare_collectives()
       const int comm = w_.communicator_of(r, op);
       if (comm < 0 || w_.communicators[comm].ranks.size() <= 1) continue;
       if (opt_.comm == CommModel::Analytical)
-        analytical_time(rt, i, op, comm, op.bytes.value());
+        analytical_time(rt, i, op, comm, op.bytes.bytes());
       else
         schedule_for(rt, i, op, comm);
       // The channel count of every collective, lowered here so that a call the models refuse fails before the run
@@ -291,8 +291,8 @@ int Engine::position(const RankRt& rt, int comm) const
 
 double Engine::one_member_duration(const RankRt& rt, OpId op_id, const Op& op)
 {
-  if (auto d = rt.prog->g->measured_duration(op_id)) return d->value();
-  if (profile_ && profile_->kernel) return profile_->kernel_time(0, op.bytes * 2, opt_.dtype).value();
+  if (auto d = rt.prog->g->measured_duration(op_id)) return d->seconds();
+  if (profile_ && profile_->kernel) return profile_->kernel_time(0, op.bytes * 2, opt_.dtype).seconds();
   return 0;
 }
 
@@ -309,12 +309,12 @@ models::CollectiveCall Engine::call_of(const Op& op, int comm, double bytes) con
 
 std::shared_ptr<const models::Schedule> Engine::schedule_for(const RankRt& rt, OpId op_id, const Op& op, int comm)
 {
-  const auto key = std::make_tuple(comm, static_cast<int>(op.collective_code), op.bytes.value(), op.peer);
+  const auto key = std::make_tuple(comm, static_cast<int>(op.collective_code), op.bytes.bytes(), op.peer);
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   const InputLocation where{rt.prog->g->source_file(), 0,
                             fmt::format("rank {} {}", rt.rank, rt.prog->g->describe(op_id))};
-  const models::CollectiveCall call = call_of(op, comm, op.bytes.value());
+  const models::CollectiveCall call = call_of(op, comm, op.bytes.bytes());
   std::shared_ptr<const models::Schedule> s;
   s = std::make_shared<const models::Schedule>(opt_.lower(call, where));
   schedules_.emplace(key, s);
@@ -334,8 +334,8 @@ double Engine::analytical_time(const RankRt& rt, OpId op_id, const Op& op, int c
         call_of(op, comm, bytes),
         {rt.prog->g->source_file(), 0, fmt::format("rank {} {}", rt.rank, rt.prog->g->describe(op_id))});
   const double t =
-      given ? given->value()
-            : isolated_collective_time(*schedule_for(rt, op_id, sized, comm), topo_, cfg_.pxn, cfg_.seed).value();
+      given ? given->seconds()
+            : isolated_collective_time(*schedule_for(rt, op_id, sized, comm), topo_, cfg_.pxn, cfg_.seed).seconds();
   analytical_.emplace(key, t);
   return t;
 }
@@ -344,7 +344,7 @@ double Engine::analytical_time(const RankRt& rt, OpId op_id, const Op& op, int c
 double Engine::transfer_time(const Message& m) const
 {
   const topo::Path path = topo_.route(m.src, m.dst, 0, cfg_.seed, cfg_.pxn);
-  return topo_.path_latency(path).value() + m.bytes / topo_.path_bandwidth(path).value();
+  return topo_.path_latency(path).seconds() + m.bytes / topo_.path_bandwidth(path).bytes_per_sec();
 }
 
 } // namespace railyard::sim::replay_engine

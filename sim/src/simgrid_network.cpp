@@ -17,8 +17,8 @@ EcmpZone::EcmpZone(const topo::Topology& topology, std::uint64_t seed, bool pxn)
     : NetZoneImpl("railyard"), topology_(topology), seed_(seed), pxn_(pxn)
 {
   const auto& s = topology_.spec();
-  const double inter = 2 * (s.pcie_latency.value() + s.nic_latency.value());
-  base_latency_ = s.nvswitch && s.gpus_per_node > 1 ? std::min(2 * s.nvlink_latency.value(), inter) : inter;
+  const double inter = 2 * (s.pcie_latency.seconds() + s.nic_latency.seconds());
+  base_latency_ = s.nvswitch && s.gpus_per_node > 1 ? std::min(2 * s.nvlink_latency.seconds(), inter) : inter;
 }
 
 void EcmpZone::build()
@@ -34,7 +34,7 @@ void EcmpZone::build()
   }
   links_.reserve(topology_.num_links());
   for (topo::LinkId id = 0; id < topology_.num_links(); ++id) {
-    auto* l = create_link(topology_.link_name(id), std::vector<double>{topology_.link(id).bandwidth.value()});
+    auto* l = create_link(topology_.link_name(id), std::vector<double>{topology_.link(id).bandwidth.bytes_per_sec()});
     l->set_latency(0);
     l->seal();
     links_.push_back(l);
@@ -80,7 +80,7 @@ double SimGridNetwork::pair_latency(int src, int dst)
   auto it = latencies_.find(key);
   if (it != latencies_.end())
     return it->second;
-  const double lat = topology_.path_latency(topology_.route(src, dst, 0, 0, pxn_)).value() - base_latency_;
+  const double lat = topology_.path_latency(topology_.route(src, dst, 0, 0, pxn_)).seconds() - base_latency_;
   if (lat < -1e-15)
     throw std::logic_error(fmt::format("path {}->{} is shorter than the base latency", src, dst));
   latencies_.emplace(key, std::max(0.0, lat));
@@ -89,29 +89,23 @@ double SimGridNetwork::pair_latency(int src, int dst)
 
 RequestId SimGridNetwork::allocate()
 {
-  if (!free_.empty()) {
-    const RequestId id = free_.back();
-    free_.pop_back();
-    requests_[id] = Request{};
-    requests_[id].in_use = true;
-    return id;
-  }
-  requests_.emplace_back();
-  requests_.back().in_use = true;
-  return requests_.size() - 1;
+  const RequestId id = requests_.acquire();
+  requests_[id] = Request{};
+  requests_[id].in_use = true;
+  return id;
 }
 
 void SimGridNetwork::release(RequestId id)
 {
   requests_[id] = Request{};
-  free_.push_back(id);
+  requests_.release(id);
 }
 
 void SimGridNetwork::isend(int src, int dst, std::uint64_t tag, Bytes bytes)
 {
   if (src == dst)
     throw std::logic_error("isend: a GPU cannot send to itself through the network");
-  const auto size = static_cast<std::uint64_t>(std::max(0.0, bytes.value()));
+  const auto size = static_cast<std::uint64_t>(std::max(0.0, bytes.bytes()));
   // The payload pointer carries the simulated size itself, so the receiver can account for the bytes it got.
   void* payload = reinterpret_cast<void*>(static_cast<std::uintptr_t>(size));
   sends_[sg::s4u::this_actor::get_pid()].push_back(mailbox(src, dst, tag)->put_async(payload, size));
@@ -131,7 +125,7 @@ RequestId SimGridNetwork::irecv(int dst, int src, std::uint64_t tag)
 RequestId SimGridNetwork::timer(Seconds at)
 {
   const RequestId id = allocate();
-  requests_[id].arrival = at.value();
+  requests_[id].arrival = at.seconds();
   return id;
 }
 

@@ -1,6 +1,7 @@
 // SimGrid backend internals: the ECMP routing zone and the FlowNetwork over mailbox comms.
 #pragma once
 
+#include "railyard/common/slot_pool.hpp"
 #include "railyard/sim/flow_network.hpp"
 #include "railyard/topologies/topology.hpp"
 
@@ -83,8 +84,8 @@ private:
   /// shared list would each remove what the other reaped.
   std::unordered_map<aid_t, std::vector<simgrid::s4u::CommPtr>> sends_;
   std::unordered_map<const simgrid::s4u::Host*, int> gpu_of_host_;
-  std::deque<Request> requests_;
-  std::vector<RequestId> free_;
+  /// A deque: a pending receive holds a pointer to its request's payload, which must not move as the pool grows.
+  SlotPool<Request, RequestId, std::deque<Request>> requests_;
   FlowTotals totals_;
 };
 

@@ -118,24 +118,24 @@ TEST(Calibrate, FixtureModelsComeBackOutOfTheFits)
   EXPECT_EQ(ar.nodes, 1);
   EXPECT_FALSE(ar.algorithm);
   ASSERT_EQ(ar.pieces.size(), 3u);
-  EXPECT_EQ(ar.pieces[1].from.value(), 65536.0);
-  EXPECT_EQ(ar.pieces[2].from.value(), 8388608.0);
+  EXPECT_EQ(ar.pieces[1].from.bytes(), 65536.0);
+  EXPECT_EQ(ar.pieces[2].from.bytes(), 8388608.0);
   // Latency from the 6 sizes (8..256 B) where the transfer is under 1% of it; busbw from the 4 sizes (2..16 GiB)
   // where the latency is under 1% of the transfer. Four standard errors.
-  EXPECT_NEAR(ar.pieces[0].latency.value() / 16e-6, 1.0, 4 * sigma / std::sqrt(6.0));
-  EXPECT_NEAR(ar.pieces[2].busbw.value() / 478e9, 1.0, 4 * sigma / std::sqrt(4.0));
+  EXPECT_NEAR(ar.pieces[0].latency.seconds() / 16e-6, 1.0, 4 * sigma / std::sqrt(6.0));
+  EXPECT_NEAR(ar.pieces[2].busbw.bytes_per_sec() / 478e9, 1.0, 4 * sigma / std::sqrt(4.0));
   ASSERT_TRUE(ar.fit);
   EXPECT_LE(ar.fit->quality.rms_rel_error, 0.015 / (1 - 0.015));
 
   const auto& rs = only(p, CollectiveKind::ReduceScatter);
   EXPECT_EQ(rs.pieces.size(), 2u);
-  EXPECT_EQ(rs.pieces.back().from.value(), 262144.0); // make_fixtures.py: second piece from 1 << 18
+  EXPECT_EQ(rs.pieces.back().from.bytes(), 262144.0); // make_fixtures.py: second piece from 1 << 18
 
   // The network link comes from the two-node send/recv: 48.5 GB/s from 4 MiB on, 9 us at the smallest sizes.
   const auto* net = p.link(rc::LinkKind::Network);
   ASSERT_NE(net, nullptr);
-  EXPECT_NEAR(net->bandwidth.value() / 48.5e9, 1.0, 4 * sigma / std::sqrt(3.0)); // 1, 2, 4 GiB: latency < 1%
-  EXPECT_NEAR(net->latency.value() / 9e-6, 1.0, 4 * sigma / std::sqrt(3.0));     // 8, 16, 32 B
+  EXPECT_NEAR(net->bandwidth.bytes_per_sec() / 48.5e9, 1.0, 4 * sigma / std::sqrt(3.0)); // 1, 2, 4 GiB: latency < 1%
+  EXPECT_NEAR(net->latency.seconds() / 9e-6, 1.0, 4 * sigma / std::sqrt(3.0));           // 8, 16, 32 B
   const auto& sr = only(p, CollectiveKind::SendRecv);
   EXPECT_EQ(sr.link, rc::LinkKind::Network);
   EXPECT_EQ(sr.nodes, 2);
@@ -145,8 +145,8 @@ TEST(Calibrate, FixtureModelsComeBackOutOfTheFits)
   const double s = 1 << 30;
   EXPECT_NEAR(
       p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, Bytes(s), 8)
-          ->value(),
-      ar.pieces[2].latency.value() + s * f8 / ar.pieces[2].busbw.value(), 1e-12);
+          ->seconds(),
+      ar.pieces[2].latency.seconds() + s * f8 / ar.pieces[2].busbw.bytes_per_sec(), 1e-12);
 }
 
 TEST(Calibrate, ForcedAlgorithmFromTheLogAndOldFormats)
@@ -161,7 +161,7 @@ TEST(Calibrate, ForcedAlgorithmFromTheLogAndOldFormats)
   EXPECT_EQ(old.gpu_model, "A100-SXM4-40GB");
   EXPECT_EQ(old.nccl_version, "2.7.8");
   ASSERT_EQ(old.collectives.size(), 1u);
-  EXPECT_EQ(old.collectives[0].measured_max.value(), 134217728.0);
+  EXPECT_EQ(old.collectives[0].measured_max.bytes(), 134217728.0);
 }
 
 TEST(Calibrate, IntraNodeLinkFollowsTheGpuNameOrTheOption)
@@ -209,8 +209,8 @@ TEST(Calibrate, KernelModelFromSyntheticGemmAndMemoryCsvs)
   const auto p = rc::calibrate({dir.write("gemm.csv", gemm), dir.write("mem.csv", mem)}, {}).profile;
   ASSERT_TRUE(p.kernel);
   const auto& k = *p.kernel;
-  EXPECT_NEAR(k.launch_overhead.value(), launch, launch * 1e-6); // stored to 6 significant digits
-  EXPECT_EQ(k.memory_bandwidth.value(), 4800e9);                 // the datasheet, not a fit
+  EXPECT_NEAR(k.launch_overhead.seconds(), launch, launch * 1e-6); // stored to 6 significant digits
+  EXPECT_EQ(k.memory_bandwidth.bytes_per_sec(), 4800e9);           // the datasheet, not a fit
   // The memory efficiency rests on the largest copies (1..16 GiB, where launch is under 1%: 5 sizes).
   EXPECT_NEAR(k.memory_efficiency / (mem_bw / 4800e9), 1.0, 4 * sigma / std::sqrt(5.0));
   const auto* bf16 = k.compute_for(rc::DType::Bf16);
@@ -243,14 +243,14 @@ TEST(Calibrate, PeerCopyAndSweepCsvs)
   const auto r = rc::calibrate({dir.write("peer.csv", peer), dir.write("sweep.csv", sweep)}, {});
   const auto* nv = r.profile.link(rc::LinkKind::NvLink);
   ASSERT_NE(nv, nullptr);
-  EXPECT_NEAR(nv->latency.value(), 6e-6, 6e-6 * 1e-5);
-  EXPECT_NEAR(nv->bandwidth.value(), 370e9, 370e9 * 1e-5);
+  EXPECT_NEAR(nv->latency.seconds(), 6e-6, 6e-6 * 1e-5);
+  EXPECT_NEAR(nv->bandwidth.bytes_per_sec(), 370e9, 370e9 * 1e-5);
   ASSERT_EQ(r.profile.collectives.size(), 1u);
   const auto& ag = r.profile.collectives[0];
   EXPECT_EQ(ag.algorithm, Algorithm::Ring);
   EXPECT_EQ(ag.protocol, Protocol::LL128);
-  EXPECT_NEAR(ag.pieces.back().busbw.value(), 350e9, 350e9 * 1e-5);
-  EXPECT_NEAR(ag.pieces.front().latency.value(), 12e-6, 12e-6 * 1e-5);
+  EXPECT_NEAR(ag.pieces.back().busbw.bytes_per_sec(), 350e9, 350e9 * 1e-5);
+  EXPECT_NEAR(ag.pieces.front().latency.seconds(), 12e-6, 12e-6 * 1e-5);
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_NE(r.notes[0].find("NVLS"), std::string::npos);
 }
@@ -483,7 +483,7 @@ TEST(CalibrateDroppedRows, CsvRowsWithNegativeOrNanTimesAreDroppedWithTheirLine)
   EXPECT_EQ(dropped[0], path + ":19: row dropped: time_us is -3.5 us, negative");
   EXPECT_EQ(dropped[1], path + ":20: row dropped: time_us is nan, not a finite number");
   // The fit is the clean rows' alone.
-  EXPECT_NEAR(r.profile.collectives.at(0).pieces.back().busbw.value(), 350e9, 350e9 * 1e-5);
+  EXPECT_NEAR(r.profile.collectives.at(0).pieces.back().busbw.bytes_per_sec(), 350e9, 350e9 * 1e-5);
 }
 
 TEST(CalibrateDroppedRows, LogRowsDroppedAreListedAndUnrepresentableSizesRefused)

@@ -109,8 +109,8 @@ void expect_same(const rc::Profile& a, const rc::Profile& b)
   ASSERT_EQ(a.links.size(), b.links.size());
   for (size_t i = 0; i < a.links.size(); ++i) {
     EXPECT_EQ(a.links[i].kind, b.links[i].kind);
-    EXPECT_EQ(a.links[i].latency.value(), b.links[i].latency.value());
-    EXPECT_EQ(a.links[i].bandwidth.value(), b.links[i].bandwidth.value());
+    EXPECT_EQ(a.links[i].latency.seconds(), b.links[i].latency.seconds());
+    EXPECT_EQ(a.links[i].bandwidth.bytes_per_sec(), b.links[i].bandwidth.bytes_per_sec());
     EXPECT_EQ(a.links[i].bandwidth_source, b.links[i].bandwidth_source);
     EXPECT_EQ(a.links[i].fit.has_value(), b.links[i].fit.has_value());
   }
@@ -123,12 +123,12 @@ void expect_same(const rc::Profile& a, const rc::Profile& b)
     EXPECT_EQ(x.link, y.link);
     EXPECT_EQ(x.nranks, y.nranks);
     EXPECT_EQ(x.nodes, y.nodes);
-    EXPECT_EQ(x.measured_max.value(), y.measured_max.value());
+    EXPECT_EQ(x.measured_max.bytes(), y.measured_max.bytes());
     ASSERT_EQ(x.pieces.size(), y.pieces.size());
     for (size_t j = 0; j < x.pieces.size(); ++j) {
-      EXPECT_EQ(x.pieces[j].from.value(), y.pieces[j].from.value());
-      EXPECT_EQ(x.pieces[j].latency.value(), y.pieces[j].latency.value());
-      EXPECT_EQ(x.pieces[j].busbw.value(), y.pieces[j].busbw.value());
+      EXPECT_EQ(x.pieces[j].from.bytes(), y.pieces[j].from.bytes());
+      EXPECT_EQ(x.pieces[j].latency.seconds(), y.pieces[j].latency.seconds());
+      EXPECT_EQ(x.pieces[j].busbw.bytes_per_sec(), y.pieces[j].busbw.bytes_per_sec());
       EXPECT_EQ(x.pieces[j].quality.max_rel_error, y.pieces[j].quality.max_rel_error);
     }
     if (x.fit) {
@@ -138,7 +138,7 @@ void expect_same(const rc::Profile& a, const rc::Profile& b)
     }
   }
   ASSERT_TRUE(a.kernel && b.kernel);
-  EXPECT_EQ(a.kernel->launch_overhead.value(), b.kernel->launch_overhead.value());
+  EXPECT_EQ(a.kernel->launch_overhead.seconds(), b.kernel->launch_overhead.seconds());
   EXPECT_EQ(a.kernel->memory_efficiency, b.kernel->memory_efficiency);
   ASSERT_EQ(a.kernel->compute.size(), b.kernel->compute.size());
   for (size_t i = 0; i < a.kernel->compute.size(); ++i) {
@@ -253,15 +253,15 @@ TEST(Profile, CollectiveTimeFollowsThePieces)
   const auto t =
       p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, units::MiB(1), 8);
   ASSERT_TRUE(t);
-  EXPECT_NEAR(t->value(), 20.5e-6 + 1048576.0 * f8 / 3.75e9, 1e-15);
+  EXPECT_NEAR(t->seconds(), 20.5e-6 + 1048576.0 * f8 / 3.75e9, 1e-15);
   // Below 4096 bytes busbw is infinite: the time is the latency.
   EXPECT_EQ(p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, Bytes(64), 8)
-                ->value(),
+                ->seconds(),
             16.25e-6);
   // Another rank count keeps busbw and applies that count's factor: 2*(4-1)/4.
   EXPECT_NEAR(
       p.collective_time(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::NvLink, units::GiB(1), 4)
-          ->value(),
+          ->seconds(),
       50e-6 + units::kGiB * 1.5 / 478.125e9, 1e-12);
   // Ring/Simple: nranks 8 and 4 exist over NVLink; 5 is closer to 4, 7 to 8, and 6 is a tie that goes to the
   // larger measurement.
@@ -280,7 +280,7 @@ TEST(Profile, LinkLookup)
 {
   const auto p = sample_profile();
   ASSERT_TRUE(p.link(rc::LinkKind::NvLink));
-  EXPECT_EQ(p.link(rc::LinkKind::NvLink)->bandwidth.value(), 389.3e9);
+  EXPECT_EQ(p.link(rc::LinkKind::NvLink)->bandwidth.bytes_per_sec(), 389.3e9);
   EXPECT_EQ(p.link(rc::LinkKind::Pcie), nullptr);
 }
 
@@ -290,9 +290,10 @@ TEST(Profile, KernelTimeIsTheRoofline)
   // Compute bound: 8192^3 GEMM, 2 m n k FLOPs, bf16 operands and output: 3 x 8192^2 x 2 bytes.
   const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   const double bytes = 3.0 * 8192.0 * 8192.0 * 2.0;
-  EXPECT_NEAR(p.kernel_time(flops, Bytes(bytes), rc::DType::Bf16).value(), 3.25e-6 + flops / (989.4e12 * 0.78), 1e-15);
+  EXPECT_NEAR(p.kernel_time(flops, Bytes(bytes), rc::DType::Bf16).seconds(), 3.25e-6 + flops / (989.4e12 * 0.78),
+              1e-15);
   // Memory bound: an elementwise kernel of 1 GiB moved and 1 FLOP per 8 bytes.
-  EXPECT_NEAR(p.kernel_time(units::kGiB / 8, units::GiB(1), rc::DType::Bf16).value(),
+  EXPECT_NEAR(p.kernel_time(units::kGiB / 8, units::GiB(1), rc::DType::Bf16).seconds(),
               3.25e-6 + units::kGiB / (4800e9 * 0.875), 1e-15);
   EXPECT_THROW((void)p.kernel_time(1e9, Bytes(1e6), rc::DType::Fp32), InputError);
   // Pure data movement needs no compute entry.
@@ -325,21 +326,21 @@ TEST(Profile, GemmTimeCountsWavesOfTiles)
   const double tile = 2.0 * 256 * 128 * k / (989.4e12 * 0.78 / 132);
   // 8448 x 512 = 33 x 4 = 132 tiles: one full wave, the same as the roofline of its 2 m n k FLOPs.
   const double bytes = 2.0 * (8448.0 * k + k * 512 + 8448.0 * 512);
-  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16).value(), 3.25e-6 + tile, 1e-15);
-  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16).value(),
-              p.kernel_time(2.0 * 8448 * 512 * k, Bytes(bytes), rc::DType::Bf16).value(), 1e-12);
+  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16).seconds(), 3.25e-6 + tile, 1e-15);
+  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16).seconds(),
+              p.kernel_time(2.0 * 8448 * 512 * k, Bytes(bytes), rc::DType::Bf16).seconds(), 1e-12);
   // One row more: 133 tiles, 2 waves, twice the time.
-  EXPECT_NEAR(p.gemm_time(8449, 512, k, 1, Bytes(bytes), rc::DType::Bf16).value(), 3.25e-6 + 2 * tile, 1e-15);
+  EXPECT_NEAR(p.gemm_time(8449, 512, k, 1, Bytes(bytes), rc::DType::Bf16).seconds(), 3.25e-6 + 2 * tile, 1e-15);
   // 32 SMs held by NCCL: 132 tiles on 100 SMs, 2 waves.
-  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16, 32).value(), 3.25e-6 + 2 * tile, 1e-15);
+  EXPECT_NEAR(p.gemm_time(8448, 512, k, 1, Bytes(bytes), rc::DType::Bf16, 32).seconds(), 3.25e-6 + 2 * tile, 1e-15);
   // Memory bound (k = 8: 2 x 256 x 128 x 8 FLOPs per tile, far less than the bytes' time): the roofline's memory term.
   const double mem_bytes = 2.0 * (8448.0 * 8 + 8 * 512 + 8448.0 * 512);
-  EXPECT_NEAR(p.gemm_time(8448, 512, 8, 1, Bytes(mem_bytes), rc::DType::Bf16).value(),
+  EXPECT_NEAR(p.gemm_time(8448, 512, 8, 1, Bytes(mem_bytes), rc::DType::Bf16).seconds(),
               3.25e-6 + mem_bytes / (4800e9 * 0.875), 1e-15);
   // Without a gemm block: the roofline, whatever NCCL holds.
   p.kernel->gemm.reset();
-  EXPECT_NEAR(p.gemm_time(8449, 512, k, 1, Bytes(bytes), rc::DType::Bf16, 32).value(),
-              p.kernel_time(2.0 * 8449 * 512 * k, Bytes(bytes), rc::DType::Bf16).value(), 1e-15);
+  EXPECT_NEAR(p.gemm_time(8449, 512, k, 1, Bytes(bytes), rc::DType::Bf16, 32).seconds(),
+              p.kernel_time(2.0 * 8449 * 512 * k, Bytes(bytes), rc::DType::Bf16).seconds(), 1e-15);
 }
 
 TEST(Profile, GemmBlockNeedsSourcesAndWholeNumbers)

@@ -92,7 +92,7 @@ TEST_P(RoundTrip, FittedProfilePredictsTheSimulatedSweepWithinTwoPercent)
   const calibration::CollectiveFit& fit = p.collectives[0];
   EXPECT_EQ(fit.nranks, c.nranks);
   for (const Row& r : rows) {
-    const double predicted_us = fit.time(Bytes(r.bytes), c.nranks).value() * 1e6;
+    const double predicted_us = fit.time(Bytes(r.bytes), c.nranks).seconds() * 1e6;
     EXPECT_NEAR(predicted_us, r.time_us, 0.02 * r.time_us) << r.bytes << " bytes";
   }
   fs::remove_all(dir);

@@ -74,7 +74,7 @@ TEST(ShippedProfiles, KernelPeaksMatchTheDatasheetTable)
     const auto p = rc::read_profile(f);
     const auto* sheet = rc::find_datasheet(p.gpu_model);
     ASSERT_NE(sheet, nullptr) << p.gpu_model;
-    EXPECT_EQ(p.kernel->memory_bandwidth.value(), sheet->memory_bandwidth_GBps * 1e9);
+    EXPECT_EQ(p.kernel->memory_bandwidth.bytes_per_sec(), sheet->memory_bandwidth_GBps * 1e9);
     for (const auto& c : p.kernel->compute)
       EXPECT_NEAR(c.peak_flops, sheet->peak_tflops(c.dtype) * 1e12, 1e6) << rc::to_string(c.dtype);
   }
@@ -101,9 +101,9 @@ TEST(ShippedProfiles, FittedEntriesAreWhatCalibrateGivesToday)
       ASSERT_NE(same, nullptr);
       ASSERT_EQ(same->pieces.size(), c.pieces.size());
       for (size_t i = 0; i < c.pieces.size(); ++i) {
-        EXPECT_EQ(same->pieces[i].from.value(), c.pieces[i].from.value());
-        EXPECT_EQ(same->pieces[i].latency.value(), c.pieces[i].latency.value());
-        EXPECT_EQ(same->pieces[i].busbw.value(), c.pieces[i].busbw.value());
+        EXPECT_EQ(same->pieces[i].from.bytes(), c.pieces[i].from.bytes());
+        EXPECT_EQ(same->pieces[i].latency.seconds(), c.pieces[i].latency.seconds());
+        EXPECT_EQ(same->pieces[i].busbw.bytes_per_sec(), c.pieces[i].busbw.bytes_per_sec());
       }
       EXPECT_EQ(same->fit->quality.max_rel_error, c.fit->quality.max_rel_error);
     }
@@ -123,13 +123,13 @@ TEST(ShippedProfiles, A100ReproducesThePublishedAllReduceTimes)
   ASSERT_NE(c, nullptr);
   double worst = 0;
   for (const auto& [size, t] : published) {
-    const double predicted = c->time(Bytes(size), 8).value();
+    const double predicted = c->time(Bytes(size), 8).seconds();
     worst = std::max(worst, std::fabs(predicted - t) / t);
   }
   EXPECT_LE(worst, allowed(*c));
   // The largest size carries the bandwidth: 16 GiB in 128 ms is busbw 2*7/8 * 2^34 / 0.128 = 234.9 GB/s, within
   // the fit's error of the profile's last piece.
-  EXPECT_NEAR(c->pieces.back().busbw.value() / (1.75 * 17179869184.0 / 0.128), 1.0, allowed(*c));
+  EXPECT_NEAR(c->pieces.back().busbw.bytes_per_sec() / (1.75 * 17179869184.0 / 0.128), 1.0, allowed(*c));
 }
 
 TEST(ShippedProfiles, H200ReproducesThePublishedAllReduceSweep)
@@ -147,12 +147,12 @@ TEST(ShippedProfiles, H200ReproducesThePublishedAllReduceSweep)
     double size = 32768;
     for (double bw : busbw_GBps) {
       const double t = size * 1.75 / (bw * 1e9);
-      EXPECT_LE(std::fabs(c->time(Bytes(size), 8).value() - t) / t, allowed(*c)) << size;
+      EXPECT_LE(std::fabs(c->time(Bytes(size), 8).seconds() - t) / t, allowed(*c)) << size;
       size *= 2;
     }
     // Published single values at 16 GiB (NCCL 2.27.7): NVLS 480.0, Ring 367.2, all_gather 361.4, reduce_scatter 362.9.
     const auto busbw = [&](CollectiveKind k, Algorithm a) {
-      return p.collective(k, a, Protocol::Simple, rc::LinkKind::NvLink, 8)->pieces.back().busbw.value();
+      return p.collective(k, a, Protocol::Simple, rc::LinkKind::NvLink, 8)->pieces.back().busbw.bytes_per_sec();
     };
     EXPECT_EQ(busbw(CollectiveKind::AllReduce, Algorithm::Nvls), 480.0e9);
     EXPECT_EQ(busbw(CollectiveKind::AllReduce, Algorithm::Ring), 367.2e9);
@@ -170,14 +170,14 @@ TEST(ShippedProfiles, H100NvlsScalesWithTheGpusEngaged)
     const auto* c = p.collective(CollectiveKind::AllReduce, Algorithm::Nvls, Protocol::Simple, rc::LinkKind::NvLink, n);
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->nranks, n);
-    EXPECT_EQ(c->pieces.back().busbw.value(), bw);
+    EXPECT_EQ(c->pieces.back().busbw.bytes_per_sec(), bw);
   }
   // Ring on NVLink, and one ConnectX-7 through NCCL: ~370 and 46-49 GB/s (NVIDIA/nccl-tests issues 212, 267, 290).
   EXPECT_EQ(p.collective(CollectiveKind::AllReduce, Algorithm::Ring, Protocol::Simple, rc::LinkKind::NvLink, 8)
                 ->pieces.back()
-                .busbw.value(),
+                .busbw.bytes_per_sec(),
             370e9);
-  const double net = p.link(rc::LinkKind::Network)->bandwidth.value();
+  const double net = p.link(rc::LinkKind::Network)->bandwidth.bytes_per_sec();
   EXPECT_GE(net, 46e9);
   EXPECT_LE(net, 49e9);
 }

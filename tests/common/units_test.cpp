@@ -12,37 +12,37 @@ using namespace railyard;
 
 TEST(Units, BitsPerSecondAreAnEighthOfBytesPerSecond)
 {
-  EXPECT_DOUBLE_EQ(parse_bandwidth("400 Gb/s").value(), parse_bandwidth("50 GB/s").value());
-  EXPECT_DOUBLE_EQ(parse_bandwidth("400 Gb/s").value(), 400e9 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("400 Gb/s").bytes_per_sec(), parse_bandwidth("50 GB/s").bytes_per_sec());
+  EXPECT_DOUBLE_EQ(parse_bandwidth("400 Gb/s").bytes_per_sec(), 400e9 / 8);
   EXPECT_EQ(units::Gbps(400), units::GBps(50));
-  EXPECT_DOUBLE_EQ(parse_bandwidth("400Gbps").value(), 400e9 / 8);
-  EXPECT_DOUBLE_EQ(parse_bandwidth("450GBps").value(), 450e9);
-  EXPECT_DOUBLE_EQ(parse_bandwidth("100 Mb/s").value(), 100e6 / 8);
-  EXPECT_DOUBLE_EQ(parse_bandwidth("1.6 Tb/s").value(), 1.6e12 / 8);
-  EXPECT_DOUBLE_EQ(parse_bandwidth("3 TB/s").value(), 3e12);
-  EXPECT_DOUBLE_EQ(parse_bandwidth("12 B/s").value(), 12);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("400Gbps").bytes_per_sec(), 400e9 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("450GBps").bytes_per_sec(), 450e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("100 Mb/s").bytes_per_sec(), 100e6 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1.6 Tb/s").bytes_per_sec(), 1.6e12 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("3 TB/s").bytes_per_sec(), 3e12);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("12 B/s").bytes_per_sec(), 12);
 }
 
 TEST(Units, Times)
 {
-  EXPECT_DOUBLE_EQ(parse_seconds("1.5 us").value(), 1.5e-6);
-  EXPECT_DOUBLE_EQ(parse_seconds("2 ms").value(), 2e-3);
-  EXPECT_DOUBLE_EQ(parse_seconds("300ns").value(), 300e-9);
-  EXPECT_DOUBLE_EQ(parse_seconds("5 s").value(), 5.0);
-  EXPECT_DOUBLE_EQ(parse_seconds("7 ps").value(), 7e-12);
-  EXPECT_DOUBLE_EQ(units::us(0.5).value(), units::ns(500).value()); // equal to the last bit is not promised
-  EXPECT_DOUBLE_EQ(units::ms(1).value(), units::us(1000).value());
+  EXPECT_DOUBLE_EQ(parse_seconds("1.5 us").seconds(), 1.5e-6);
+  EXPECT_DOUBLE_EQ(parse_seconds("2 ms").seconds(), 2e-3);
+  EXPECT_DOUBLE_EQ(parse_seconds("300ns").seconds(), 300e-9);
+  EXPECT_DOUBLE_EQ(parse_seconds("5 s").seconds(), 5.0);
+  EXPECT_DOUBLE_EQ(parse_seconds("7 ps").seconds(), 7e-12);
+  EXPECT_DOUBLE_EQ(units::us(0.5).seconds(), units::ns(500).seconds()); // equal to the last bit is not promised
+  EXPECT_DOUBLE_EQ(units::ms(1).seconds(), units::us(1000).seconds());
 }
 
 TEST(Units, DecimalAndBinarySizes)
 {
-  EXPECT_DOUBLE_EQ(parse_bytes("4 MiB").value(), 4.0 * 1024 * 1024);
-  EXPECT_DOUBLE_EQ(parse_bytes("1 GB").value(), 1e9);
-  EXPECT_DOUBLE_EQ(parse_bytes("1 GiB").value(), 1073741824.0); // 2^30
-  EXPECT_DOUBLE_EQ(parse_bytes("2 KiB").value(), 2048);
-  EXPECT_DOUBLE_EQ(parse_bytes("2 KB").value(), 2000);
-  EXPECT_DOUBLE_EQ(parse_bytes("128").value(), 128);               // a plain count means bytes
-  EXPECT_DOUBLE_EQ(parse_bytes("1 TiB").value(), 1099511627776.0); // 2^40
+  EXPECT_DOUBLE_EQ(parse_bytes("4 MiB").bytes(), 4.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(parse_bytes("1 GB").bytes(), 1e9);
+  EXPECT_DOUBLE_EQ(parse_bytes("1 GiB").bytes(), 1073741824.0); // 2^30
+  EXPECT_DOUBLE_EQ(parse_bytes("2 KiB").bytes(), 2048);
+  EXPECT_DOUBLE_EQ(parse_bytes("2 KB").bytes(), 2000);
+  EXPECT_DOUBLE_EQ(parse_bytes("128").bytes(), 128);               // a plain count means bytes
+  EXPECT_DOUBLE_EQ(parse_bytes("1 TiB").bytes(), 1099511627776.0); // 2^40
   EXPECT_EQ(units::GiB(1), units::MiB(1024));
 }
 
@@ -67,13 +67,13 @@ TEST(Units, TypedArithmetic)
 {
   // 1 GB over 50 GB/s takes 1e9 / 50e9 = 0.02 s; the rate times the time gives the bytes back.
   const Seconds t = units::GB(1) / units::GBps(50);
-  EXPECT_DOUBLE_EQ(t.value(), 0.02);
-  EXPECT_DOUBLE_EQ((units::GBps(50) * t).value(), 1e9);
-  EXPECT_DOUBLE_EQ((units::GB(1) / units::seconds(0.02)).value(), 50e9);
+  EXPECT_DOUBLE_EQ(t.seconds(), 0.02);
+  EXPECT_DOUBLE_EQ((units::GBps(50) * t).bytes(), 1e9);
+  EXPECT_DOUBLE_EQ((units::GB(1) / units::seconds(0.02)).bytes_per_sec(), 50e9);
   EXPECT_DOUBLE_EQ(units::GBps(100) / units::GBps(50), 2.0);
   Seconds sum = units::us(1);
   sum += units::us(2);
-  EXPECT_DOUBLE_EQ(sum.value(), 3e-6);
+  EXPECT_DOUBLE_EQ(sum.seconds(), 3e-6);
   EXPECT_LT(units::us(1), units::us(2));
 }
 
@@ -112,15 +112,15 @@ bool says(const std::string& msg, const std::string& part)
 TEST(UnitRanges, EachQuantityTakesItsWholeRangeAndNothingBeyond)
 {
   // Sizes: 0 to 2^53 B. 8192 TiB = 2^13 x 2^40 B = 2^53 B exactly; one TiB more is outside.
-  EXPECT_DOUBLE_EQ(parse_bytes("8192 TiB").value(), 9007199254740992.0);
-  EXPECT_DOUBLE_EQ(parse_bytes("0 B").value(), 0.0);
+  EXPECT_DOUBLE_EQ(parse_bytes("8192 TiB").bytes(), 9007199254740992.0);
+  EXPECT_DOUBLE_EQ(parse_bytes("0 B").bytes(), 0.0);
   EXPECT_TRUE(says(refusal([] { (void)parse_bytes("8193 TiB"); }), "outside the allowed range of a size"));
   // Times: 0 to 1e6 s.
-  EXPECT_DOUBLE_EQ(parse_seconds("1000000 s").value(), 1e6);
-  EXPECT_DOUBLE_EQ(parse_seconds("0 s").value(), 0.0);
+  EXPECT_DOUBLE_EQ(parse_seconds("1000000 s").seconds(), 1e6);
+  EXPECT_DOUBLE_EQ(parse_seconds("0 s").seconds(), 0.0);
   EXPECT_TRUE(says(refusal([] { (void)parse_seconds("1000001 s"); }), "at most 1e6 s"));
   // Bandwidths: above 0, at most 1e15 B/s = 1000 TB/s.
-  EXPECT_DOUBLE_EQ(parse_bandwidth("1000 TB/s").value(), 1e15);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1000 TB/s").bytes_per_sec(), 1e15);
   EXPECT_TRUE(says(refusal([] { (void)parse_bandwidth("1001 TB/s"); }), "at most 1e15 B/s"));
   EXPECT_TRUE(says(refusal([] { (void)parse_bandwidth("0 Gb/s"); }), "greater than zero"));
 }
@@ -146,9 +146,9 @@ TEST(UnitRanges, NonFiniteNegativeHexAndOverflowAreRefusedWithTheRange)
 
 TEST(UnitRanges, CheckedConstructorsApplyTheSameRanges)
 {
-  EXPECT_DOUBLE_EQ(checked_bytes(9007199254740992.0).value(), 9007199254740992.0);
-  EXPECT_DOUBLE_EQ(checked_seconds(1e6).value(), 1e6);
-  EXPECT_DOUBLE_EQ(checked_bandwidth(1e15).value(), 1e15);
+  EXPECT_DOUBLE_EQ(checked_bytes(9007199254740992.0).bytes(), 9007199254740992.0);
+  EXPECT_DOUBLE_EQ(checked_seconds(1e6).seconds(), 1e6);
+  EXPECT_DOUBLE_EQ(checked_bandwidth(1e15).bytes_per_sec(), 1e15);
   EXPECT_TRUE(says(refusal([] { (void)checked_bytes(9007199254740994.0); }), "outside the allowed range of a size"));
   EXPECT_TRUE(says(refusal([] { (void)checked_seconds(std::nan("")); }), "not a finite number"));
   EXPECT_TRUE(says(refusal([] { (void)checked_seconds(-1e-9); }), "is negative; a time must be zero or more"));

@@ -47,8 +47,8 @@ TEST(Yaml, ValuesCarryFileLineAndPath)
   EXPECT_EQ(bw.where().file, "doc.yaml");
   EXPECT_EQ(bw.where().line, 6);
   EXPECT_EQ(bw.where().field, "cluster.nic.bandwidth");
-  EXPECT_DOUBLE_EQ(bw.as_bandwidth().value(), 50e9);
-  EXPECT_DOUBLE_EQ(root.at("cluster").at("nic").at("latency").as_seconds().value(), 1e-6);
+  EXPECT_DOUBLE_EQ(bw.as_bandwidth().bytes_per_sec(), 50e9);
+  EXPECT_DOUBLE_EQ(root.at("cluster").at("nic").at("latency").as_seconds().seconds(), 1e-6);
   EXPECT_EQ(root.at("cluster").at("nodes").as_int(1, 64), 4);
   const auto items = root.at("list").items();
   ASSERT_EQ(items.size(), 2U);

@@ -51,7 +51,7 @@ double total_sent(const Schedule& s)
 {
   double t = 0;
   for (int r = 0; r < s.nranks(); ++r)
-    t += s.bytes_sent_by(r).value();
+    t += s.bytes_sent_by(r).bytes();
   return t;
 }
 
@@ -64,41 +64,41 @@ TEST(ProtocolSpec, WireEfficiencyAndBuffersFromNcclsDefinitions)
   EXPECT_DOUBLE_EQ(protocol_spec(Protocol::LL).wire_per_payload, 16.0 / 8.0);
   EXPECT_DOUBLE_EQ(protocol_spec(Protocol::LL128).wire_per_payload, 128.0 / 120.0);
   EXPECT_DOUBLE_EQ(protocol_spec(Protocol::Simple).wire_per_payload, 1.0);
-  EXPECT_DOUBLE_EQ(protocol_spec(Protocol::Simple).step_wire.value(), 4 * kMiB / 8);
-  EXPECT_DOUBLE_EQ(protocol_spec(Protocol::LL).step_wire.value(), 8.0 * 512 * 8 * 16 / 8);
-  EXPECT_DOUBLE_EQ(protocol_spec(Protocol::LL128).step_wire.value(), 120.0 * 640 * 8 * 8 / 8);
+  EXPECT_DOUBLE_EQ(protocol_spec(Protocol::Simple).step_wire.bytes(), 4 * kMiB / 8);
+  EXPECT_DOUBLE_EQ(protocol_spec(Protocol::LL).step_wire.bytes(), 8.0 * 512 * 8 * 16 / 8);
+  EXPECT_DOUBLE_EQ(protocol_spec(Protocol::LL128).step_wire.bytes(), 120.0 * 640 * 8 * 8 / 8);
 }
 
 TEST(NcclChunk, FollowsCalcCollChunking)
 {
   const auto AR = CollectiveKind::AllReduce;
   // Ring Simple all_reduce: ALLREDUCE_CHUNKSTEPS = NCCL_STEPS / 2 = 4 steps of 512 KiB (src/include/collectives.h).
-  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Ring, Protocol::Simple, Bytes(kGiB), 24, 8, 1, 8).value(), 4 * 512 * kKiB);
+  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Ring, Protocol::Simple, Bytes(kGiB), 24, 8, 1, 8).bytes(), 4 * 512 * kKiB);
   // BROADCAST_CHUNKSTEPS = 1.
   EXPECT_DOUBLE_EQ(
-      nccl_chunk(CollectiveKind::Broadcast, Algorithm::Ring, Protocol::Simple, Bytes(kGiB), 24, 8, 1, 8).value(),
+      nccl_chunk(CollectiveKind::Broadcast, Algorithm::Ring, Protocol::Simple, Bytes(kGiB), 24, 8, 1, 8).bytes(),
       512 * kKiB);
   // LL: one step, half of it data. LL128: one step, 15 of 16 words data.
-  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Ring, Protocol::LL, Bytes(kGiB), 24, 8, 1, 8).value(), 64 * kKiB / 2);
-  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Ring, Protocol::LL128, Bytes(kGiB), 24, 8, 1, 8).value(),
+  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Ring, Protocol::LL, Bytes(kGiB), 24, 8, 1, 8).bytes(), 64 * kKiB / 2);
+  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Ring, Protocol::LL128, Bytes(kGiB), 24, 8, 1, 8).bytes(),
                    614400.0 / 16 * 15);
   // Tree Simple: one step, chunkSteps applies to Ring only.
-  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Tree, Protocol::Simple, Bytes(kGiB), 16, 128, 16, 8).value(), 512 * kKiB);
+  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Tree, Protocol::Simple, Bytes(kGiB), 16, 128, 16, 8).bytes(), 512 * kKiB);
   // NVLS: NCCL_NVLS_CHUNKSIZE 128 KiB for large messages; with 16 channels x 8 heads = 128 concurrent chunks a
   // 1 MiB message is below 64 x 128 x 128 KiB (-> 64 KiB), 8 x 128 x 64 KiB (-> 32 KiB) and 2 x 128 x 32 KiB
   // (-> 16 KiB).
-  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Nvls, Protocol::Simple, Bytes(16 * kGiB), 16, 8, 1, 8).value(),
+  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Nvls, Protocol::Simple, Bytes(16 * kGiB), 16, 8, 1, 8).bytes(),
                    128 * kKiB);
-  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Nvls, Protocol::Simple, Bytes(kMiB), 16, 8, 1, 8).value(), 16 * kKiB);
+  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::Nvls, Protocol::Simple, Bytes(kMiB), 16, 8, 1, 8).bytes(), 16 * kKiB);
   // NVLSTree from 4 nodes: NCCL_NVLSTREE_MAX_CHUNKSIZE's default caps it at 64 KiB.
-  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::NvlsTree, Protocol::Simple, Bytes(16 * kGiB), 16, 128, 16, 8).value(),
+  EXPECT_DOUBLE_EQ(nccl_chunk(AR, Algorithm::NvlsTree, Protocol::Simple, Bytes(16 * kGiB), 16, 128, 16, 8).bytes(),
                    64 * kKiB);
   // PAT all_gather: halve 512 KiB while chunk x channels x 32 exceeds the size, not below 64 KiB.
   EXPECT_DOUBLE_EQ(
-      nccl_chunk(CollectiveKind::AllGather, Algorithm::Pat, Protocol::Simple, Bytes(4 * kMiB), 1, 8, 8, 1).value(),
+      nccl_chunk(CollectiveKind::AllGather, Algorithm::Pat, Protocol::Simple, Bytes(4 * kMiB), 1, 8, 8, 1).bytes(),
       128 * kKiB);
   EXPECT_DOUBLE_EQ(
-      nccl_chunk(CollectiveKind::AllGather, Algorithm::Pat, Protocol::Simple, Bytes(kMiB), 1, 8, 8, 1).value(),
+      nccl_chunk(CollectiveKind::AllGather, Algorithm::Pat, Protocol::Simple, Bytes(kMiB), 1, 8, 8, 1).bytes(),
       64 * kKiB);
 }
 
@@ -118,8 +118,9 @@ TEST(NcclTrees, BtreeMatchesTheDrawingInTreesCc)
   parent[0] = -1;
   for (int r = 0; r < 14; ++r) {
     EXPECT_EQ(nccl_btree(14, r).parent, parent[r]) << "rank " << r;
-    if (std::none_of(drawn.begin(), drawn.end(), [&](const auto& d) { return d.first == r; }))
+    if (std::none_of(drawn.begin(), drawn.end(), [&](const auto& d) { return d.first == r; })) {
       EXPECT_TRUE(nccl_btree(14, r).children.empty()) << "rank " << r << " is a leaf in the drawing";
+    }
   }
 }
 
@@ -152,22 +153,22 @@ TEST(NcclLoweringCosts, AreNcclsTuningConstants)
   // NVLINK Simple 25, NET NVLSTree 14; PAT 8 + nRanks x 2.8, interLat (Tree's NET Simple 14) / 3.5 per step.
   const double us = 1e-6;
   auto c = nccl_lowering_costs(Algorithm::Ring, Protocol::LL, 90, 8);
-  EXPECT_NEAR(c.launch.value(), 6.6 * us, 1e-12);
-  EXPECT_NEAR(c.intra_hop.value(), 0.6 * us, 1e-12);
-  EXPECT_NEAR(c.inter_hop.value(), 2.7 * us, 1e-12);
+  EXPECT_NEAR(c.launch.seconds(), 6.6 * us, 1e-12);
+  EXPECT_NEAR(c.intra_hop.seconds(), 0.6 * us, 1e-12);
+  EXPECT_NEAR(c.inter_hop.seconds(), 2.7 * us, 1e-12);
   c = nccl_lowering_costs(Algorithm::Tree, Protocol::Simple, 90, 128);
-  EXPECT_NEAR(c.launch.value(), 8.4 * us, 1e-12);
-  EXPECT_NEAR(c.intra_hop.value(), 4.0 * us, 1e-12);
-  EXPECT_NEAR(c.inter_hop.value(), 14.0 * us, 1e-12);
+  EXPECT_NEAR(c.launch.seconds(), 8.4 * us, 1e-12);
+  EXPECT_NEAR(c.intra_hop.seconds(), 4.0 * us, 1e-12);
+  EXPECT_NEAR(c.inter_hop.seconds(), 14.0 * us, 1e-12);
   c = nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 90, 8);
-  EXPECT_NEAR(c.launch.value(), 25 * us, 1e-12);
-  EXPECT_EQ(c.intra_hop.value(), 0.0);
+  EXPECT_NEAR(c.launch.seconds(), 25 * us, 1e-12);
+  EXPECT_EQ(c.intra_hop.seconds(), 0.0);
   c = nccl_lowering_costs(Algorithm::NvlsTree, Protocol::Simple, 90, 128);
-  EXPECT_NEAR(c.launch.value(), 25 * us, 1e-12);
-  EXPECT_NEAR(c.inter_hop.value(), 14 * us, 1e-12);
+  EXPECT_NEAR(c.launch.seconds(), 25 * us, 1e-12);
+  EXPECT_NEAR(c.inter_hop.seconds(), 14 * us, 1e-12);
   c = nccl_lowering_costs(Algorithm::Pat, Protocol::Simple, 90, 16);
-  EXPECT_NEAR(c.launch.value(), (8 + 16 * 2.8) * us, 1e-12);
-  EXPECT_NEAR(c.inter_hop.value(), 14.0 / 3.5 * us, 1e-12);
+  EXPECT_NEAR(c.launch.seconds(), (8 + 16 * 2.8) * us, 1e-12);
+  EXPECT_NEAR(c.inter_hop.seconds(), 14.0 / 3.5 * us, 1e-12);
   // nvlsEfficiency, NVIDIA/nccl src/graph/tuning.cc at commit 766bffee: Hopper 0.85, Blackwell 0.74.
   EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 90, 8).nvls_efficiency, 0.85);
   EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 100, 8).nvls_efficiency, 0.74);
@@ -182,12 +183,12 @@ TEST(Lowering, BytesEachRankSendsFollowTheAlgorithm)
   // Ring all_reduce: reduce-scatter then all-gather, (n-1) slices of S/n each: 2(n-1)/n S per rank.
   auto s = lower_call(make_call(CollectiveKind::AllReduce, S, first(n), Algorithm::Ring, Protocol::Simple, 4));
   for (int r = 0; r < n; ++r)
-    EXPECT_NEAR(s.bytes_sent_by(r).value(), 2.0 * (n - 1) / n * S, 1e-6 * S);
+    EXPECT_NEAR(s.bytes_sent_by(r).bytes(), 2.0 * (n - 1) / n * S, 1e-6 * S);
   // Ring all_gather and reduce_scatter: (n-1)/n S.
   for (auto k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
     s = lower_call(make_call(k, S, first(n), Algorithm::Ring, Protocol::LL128, 2));
     for (int r = 0; r < n; ++r)
-      EXPECT_NEAR(s.bytes_sent_by(r).value(), (n - 1.0) / n * S, 1e-6 * S);
+      EXPECT_NEAR(s.bytes_sent_by(r).bytes(), (n - 1.0) / n * S, 1e-6 * S);
   }
   // Broadcast and reduce: a chain of n-1 links each carrying S.
   for (auto k : {CollectiveKind::Broadcast, CollectiveKind::Reduce}) {
@@ -201,27 +202,27 @@ TEST(Lowering, BytesEachRankSendsFollowTheAlgorithm)
   // NVLS all_reduce, one node: S (n+1)/n through each GPU's port (ld_reduce of every chunk, store of its own).
   s = lower_call(make_call(CollectiveKind::AllReduce, S, first(n), Algorithm::Nvls, Protocol::Simple, 16));
   for (int r = 0; r < n; ++r)
-    EXPECT_NEAR(s.bytes_sent_by(r).value(), S * (n + 1) / n, 1e-6 * S);
+    EXPECT_NEAR(s.bytes_sent_by(r).bytes(), S * (n + 1) / n, 1e-6 * S);
   // PAT all_gather on 8 nodes x 1 GPU: a binomial tree per rank, n-1 blocks of S/n per rank.
   std::vector<int> one_per_node{0, 8, 16, 24, 32, 40, 48, 56};
   for (auto k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
     s = lower_call(make_call(k, S, one_per_node, Algorithm::Pat, Protocol::Simple, 2));
     for (int r = 0; r < n; ++r)
-      EXPECT_NEAR(s.bytes_sent_by(r).value(), (n - 1.0) / n * S, 1e-6 * S);
+      EXPECT_NEAR(s.bytes_sent_by(r).bytes(), (n - 1.0) / n * S, 1e-6 * S);
   }
   // alltoall: S/n to each of the n-1 others. sendrecv: S to the next rank.
   s = lower_call(make_call(CollectiveKind::AllToAll, S, first(n), Algorithm::Ring, Protocol::Simple, 16));
   for (int r = 0; r < n; ++r)
-    EXPECT_NEAR(s.bytes_sent_by(r).value(), (n - 1.0) / n * S, 1e-6 * S);
+    EXPECT_NEAR(s.bytes_sent_by(r).bytes(), (n - 1.0) / n * S, 1e-6 * S);
   s = lower_call(make_call(CollectiveKind::SendRecv, S, first(n), Algorithm::Ring, Protocol::Simple, 16));
   for (int r = 0; r < n; ++r)
-    EXPECT_NEAR(s.bytes_sent_by(r).value(), S, 1e-6 * S);
+    EXPECT_NEAR(s.bytes_sent_by(r).bytes(), S, 1e-6 * S);
   // NVLSTree on 2 nodes x 4 GPUs (efficiency 1): each GPU's NVLS legs carry (n_l + 1)/n_l S in all; across nodes the
   // leaf node's GPUs send their head chunks (S / n_l) up and the root node's send them down.
   const int local = 4;
   s = lower_call(make_call(CollectiveKind::AllReduce, S, first(8), Algorithm::NvlsTree, Protocol::Simple, 2), local);
   for (int r = 0; r < 8; ++r)
-    EXPECT_NEAR(s.bytes_sent_by(r).value(), (local + 1.0) / local * S + S / local, 1e-6 * S) << r;
+    EXPECT_NEAR(s.bytes_sent_by(r).bytes(), (local + 1.0) / local * S + S / local, 1e-6 * S) << r;
 }
 
 TEST(Lowering, StepStructureOfEachAlgorithm)
@@ -292,8 +293,8 @@ TEST(P2p, RoundsSpreadOverLanes)
   // Transfers of different sizes in one round: one step sized by the largest, the others weighted.
   const auto g = lower_p2p({{0, 1, Bytes(4 * kMiB)}, {1, 2, Bytes(kMiB)}}, 4, 8, {}, Seconds(0));
   ASSERT_EQ(g.channels.size(), 1u);
-  EXPECT_DOUBLE_EQ(g.bytes_sent_by(0).value(), 4 * kMiB);
-  EXPECT_DOUBLE_EQ(g.bytes_sent_by(1).value(), kMiB);
+  EXPECT_DOUBLE_EQ(g.bytes_sent_by(0).bytes(), 4 * kMiB);
+  EXPECT_DOUBLE_EQ(g.bytes_sent_by(1).bytes(), kMiB);
   // NCCL_P2P_LL_THRESHOLD: LL up to 16 KiB.
   EXPECT_EQ(p2p_protocol(Bytes(16 * kKiB)), Protocol::LL);
   EXPECT_EQ(p2p_protocol(Bytes(16 * kKiB + 1)), Protocol::Simple);
@@ -306,13 +307,13 @@ TEST(MergeGroup, KeepsEveryMembersChannelsOnTheUnionOfGpus)
   const Schedule m = merge_group({a, b}, 8);
   EXPECT_EQ(m.gpus, (std::vector<int>{0, 1, 2, 9}));
   EXPECT_EQ(m.channels.size(), a.channels.size() + b.channels.size());
-  EXPECT_DOUBLE_EQ(m.bytes.value(), 3 * kMiB);
+  EXPECT_DOUBLE_EQ(m.bytes.bytes(), 3 * kMiB);
   // GPU 9 is on node 1: its receive from GPU 2 (node 0) crosses nodes, GPU 1's from GPU 0 does not.
   const Pattern& pb = m.patterns[m.channels[1][0].pattern];
   EXPECT_TRUE(pb.receives_inter_node(3));
   const Pattern& pa = m.patterns[m.channels[0][0].pattern];
   EXPECT_FALSE(pa.receives_inter_node(1));
-  EXPECT_DOUBLE_EQ(m.bytes_sent_by(2).value(), 2 * kMiB);
+  EXPECT_DOUBLE_EQ(m.bytes_sent_by(2).bytes(), 2 * kMiB);
 }
 
 TEST(Pattern, WeightsDefaultToOneAndMustMatchTheSends)

@@ -30,7 +30,7 @@ void expect_time(const NcclTuningInput& in, Algorithm a, Protocol p, double expe
 {
   const auto t = predict(in, a, p);
   ASSERT_TRUE(t.has_value()) << nccl_name(a) << "/" << nccl_name(p);
-  expect_close(expected_us, t->value() * 1e6, nccl_name(a) + "/" + nccl_name(p));
+  expect_close(expected_us, t->seconds() * 1e6, nccl_name(a) + "/" + nccl_name(p));
 }
 
 NcclGraph graph(int channels, double intra_gbps, double inter_gbps)
@@ -353,7 +353,7 @@ TEST(NcclOverrides, CaretLl128ExcludesLl128)
   ASSERT_TRUE(c);
   EXPECT_EQ(c->algorithm, Algorithm::NvlsTree);
   EXPECT_EQ(c->protocol, Protocol::Simple);
-  expect_close(137 + 1048576 / (1000 * 160.0), c->time.value() * 1e6, "NVLSTree 1 MiB");
+  expect_close(137 + 1048576 / (1000 * 160.0), c->time.seconds() * 1e6, "NVLSTree 1 MiB");
 }
 
 TEST(NcclOverrides, PerFunctionSectionsAndNcclsQuirks)
@@ -504,13 +504,13 @@ TEST(NcclGraphs, OneH100NodeMatchesNcclsLog)
   // makes 12 x 30.
   const auto g = derive_graphs(node_spec(NodeLayout::DgxH100), 1);
   EXPECT_EQ(g.ring.channels, 12);
-  EXPECT_DOUBLE_EQ(g.ring.bw_intra.value(), 30e9);
+  EXPECT_DOUBLE_EQ(g.ring.bw_intra.bytes_per_sec(), 30e9);
   EXPECT_EQ(g.tree.channels, 12);
-  EXPECT_DOUBLE_EQ(g.tree.bw_intra.value(), 30e9);
+  EXPECT_DOUBLE_EQ(g.tree.bw_intra.bytes_per_sec(), 30e9);
   EXPECT_FALSE(g.tree.simple_tree);
   EXPECT_EQ(g.nvls.channels, 8);
-  EXPECT_DOUBLE_EQ(g.nvls.bw_intra.value(), 40e9);
-  EXPECT_DOUBLE_EQ(g.nvls.bw_inter.value(), 60e9);
+  EXPECT_DOUBLE_EQ(g.nvls.bw_intra.bytes_per_sec(), 40e9);
+  EXPECT_DOUBLE_EQ(g.nvls.bw_inter.bytes_per_sec(), 60e9);
   EXPECT_EQ(g.comm_channels, 2 * 12); // ncclTopoPostset doubles; 24 >= NVLS's 16
   EXPECT_EQ(g.nvls_channels, 16);
 }
@@ -522,7 +522,7 @@ TEST(NcclGraphs, SixteenH100NodesAndA100Nodes)
   // 50 GB/s with more than 4 channels. One GPU per NIC switch: the tree falls back to the simple TREE pattern.
   const auto h = derive_graphs(node_spec(NodeLayout::DgxH100), 16);
   EXPECT_EQ(h.ring.channels, 8);
-  EXPECT_DOUBLE_EQ(h.ring.bw_inter.value(), 48e9);
+  EXPECT_DOUBLE_EQ(h.ring.bw_inter.bytes_per_sec(), 48e9);
   EXPECT_EQ(h.tree.channels, 8);
   EXPECT_TRUE(h.tree.simple_tree);
   EXPECT_EQ(h.comm_channels, 16);
@@ -530,7 +530,7 @@ TEST(NcclGraphs, SixteenH100NodesAndA100Nodes)
   // duplicates at >= 25 GB/s: 12 x 20.
   const auto a = derive_graphs(node_spec(NodeLayout::DgxA100), 1);
   EXPECT_EQ(a.ring.channels, 12);
-  EXPECT_DOUBLE_EQ(a.ring.bw_intra.value(), 20e9);
+  EXPECT_DOUBLE_EQ(a.ring.bw_intra.bytes_per_sec(), 20e9);
   EXPECT_EQ(a.nvls.channels, 0);
   EXPECT_EQ(a.nvls_channels, 0);
 }

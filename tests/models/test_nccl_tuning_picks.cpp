@@ -177,13 +177,13 @@ TEST(NcclPicks, AllReduceOnOneAndSixteenH100Nodes)
       ASSERT_TRUE(c);
       EXPECT_EQ(c->algorithm, best->a) << s.name << " " << bytes;
       EXPECT_EQ(c->protocol, best->p) << s.name << " " << bytes;
-      EXPECT_NEAR(c->time.value() * 1e6, best_t, best_t * 1e-9) << s.name << " " << bytes;
+      EXPECT_NEAR(c->time.seconds() * 1e6, best_t, best_t * 1e-9) << s.name << " " << bytes;
       EXPECT_EQ(c->channels, expected_channels(s, *best, bytes)) << s.name << " " << bytes;
       // Every other combination the test knows agrees with predict() too.
       for (const Row& row : s.rows) {
         const auto t = predict(in, row.a, row.p);
         ASSERT_TRUE(t);
-        EXPECT_NEAR(t->value() * 1e6, row_time_us(s, row, bytes), row_time_us(s, row, bytes) * 1e-9);
+        EXPECT_NEAR(t->seconds() * 1e6, row_time_us(s, row, bytes), row_time_us(s, row, bytes) * 1e-9);
       }
       report += fmt::format("{:<12} {:>8} {:<16} {:>8} {:>12.2f} {:<16} {:>12.2f}\n", s.name, size_name(bytes),
                             nccl_name(c->algorithm) + "/" + nccl_name(c->protocol), c->channels, best_t,
@@ -209,7 +209,7 @@ TEST(NcclPicks, DerivedGraphsGiveTheSamePicks)
       EXPECT_EQ(derived->algorithm, manual->algorithm);
       EXPECT_EQ(derived->protocol, manual->protocol);
       EXPECT_EQ(derived->channels, manual->channels);
-      EXPECT_DOUBLE_EQ(derived->time.value(), manual->time.value());
+      EXPECT_DOUBLE_EQ(derived->time.seconds(), manual->time.seconds());
     }
   }
 }
@@ -225,7 +225,7 @@ double model_busbw_gbps(const NcclTuningInput& in, Algorithm a, Protocol p, doub
 {
   const auto t = predict(in, a, p);
   EXPECT_TRUE(t);
-  return in.bytes.value() / t->value() / 1e9 * factor;
+  return in.bytes.bytes() / t->seconds() / 1e9 * factor;
 }
 
 } // namespace
@@ -271,7 +271,7 @@ TEST(NcclPublished, A100AllReduceTimes)
   for (const auto& pt : points) {
     const auto c = choose(make_input(node_spec(NodeLayout::DgxA100), 1, CollectiveKind::AllReduce, Bytes(pt.bytes)));
     ASSERT_TRUE(c);
-    const double model_us = c->time.value() * 1e6;
+    const double model_us = c->time.seconds() * 1e6;
     out += fmt::format("  {:>8}  {:<12} model {:10.1f} us  measured {:10.1f} us  ratio {:.2f}\n", size_name(pt.bytes),
                        nccl_name(c->algorithm) + "/" + nccl_name(c->protocol), model_us, pt.measured_us,
                        model_us / pt.measured_us);

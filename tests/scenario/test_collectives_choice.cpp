@@ -92,7 +92,7 @@ TEST(NcclChoice, PickTableMatchesNcclsModelOnOneAndSixteenH100Nodes)
         // Combinations NCCL prices within twice its pick's time (the others are far from the race and slow to
         // simulate at 1 GiB: LL moves 32 KiB chunks).
         for (const auto& entry : models::table(in)) {
-          if (!entry.time || entry.time->value() > 2 * nccl->time.value()) continue;
+          if (!entry.time || entry.time->seconds() > 2 * nccl->time.seconds()) continue;
           auto forced = call(CollectiveKind::AllReduce, size, first(8));
           forced.algorithm = entry.algorithm;
           forced.protocol = entry.protocol;
@@ -100,7 +100,7 @@ TEST(NcclChoice, PickTableMatchesNcclsModelOnOneAndSixteenH100Nodes)
           const auto schedule = models::lower(sim::lowering_input(resolved, t, settings("dgx_h100"), Seconds(0)));
           const double us = run_in_child([&] {
                               sim::Simulation s(t, {});
-                              return std::vector<double>{sim::run_schedules(s, {schedule})[0].duration().value()};
+                              return std::vector<double>{sim::run_schedules(s, {schedule})[0].duration().seconds()};
                             }).values.at(0) *
                             1e6;
           if (us < best) {
@@ -249,7 +249,7 @@ TEST(ScenarioGroups, GroupsAndSendsParseAndRunTogether)
              const auto r = scn::run_scenario(s);
              std::vector<double> out;
              for (const auto& c : r.collectives)
-               out.push_back(c.time().value());
+               out.push_back(c.time().seconds());
              out.push_back(static_cast<int>(*r.collectives.back().call.algorithm));
              return out;
            })

@@ -79,7 +79,7 @@ Out run(const std::vector<Xfer>& xs, sim::FluidConfig fluid, std::uint64_t seed)
               if (x.src == g) net.isend(g, x.dst, x.tag, Bytes(x.bytes));
             while (!reqs.empty()) {
               const auto k = net.wait_any(reqs);
-              arrival[which[k]] = net.now().value();
+              arrival[which[k]] = net.now().seconds();
               reqs.erase(reqs.begin() + static_cast<long>(k));
               which.erase(which.begin() + static_cast<long>(k));
             }

@@ -186,12 +186,12 @@ TEST(FluidNetworkSection, ParsesEveryFluidOption)
   EXPECT_EQ(f.qps_per_connection, 4);
   EXPECT_EQ(f.cc, sim::CongestionControl::Dcqcn);
   EXPECT_EQ(f.dcqcn.preset, "connectx");
-  EXPECT_EQ(f.dcqcn.k_max.value(), 2e6);
+  EXPECT_EQ(f.dcqcn.k_max.bytes(), 2e6);
   EXPECT_TRUE(f.pfc.enabled);
-  EXPECT_EQ(f.pfc.xoff.value(), 128 * 1024);
-  EXPECT_EQ(f.pfc.xon.value(), 128 * 1024 - 2 * 1024); // XOFF - 2 MTU of 1024 B
-  EXPECT_EQ(f.mtu.value(), 1024);
-  EXPECT_DOUBLE_EQ(f.time_step.value(), 0.5e-6);
+  EXPECT_EQ(f.pfc.xoff.bytes(), 128 * 1024);
+  EXPECT_EQ(f.pfc.xon.bytes(), 128 * 1024 - 2 * 1024); // XOFF - 2 MTU of 1024 B
+  EXPECT_EQ(f.mtu.bytes(), 1024);
+  EXPECT_DOUBLE_EQ(f.time_step.seconds(), 0.5e-6);
   EXPECT_FALSE(f.record_flows);
   EXPECT_TRUE(f.record_links);
 }

@@ -39,7 +39,7 @@ double first_send_bytes(const workloads::Workload& w)
 {
   const auto& g = w.graph_of(0);
   for (const auto& op : g.ops())
-    if (op.kind == workloads::OpKind::Send) return op.bytes.value();
+    if (op.kind == workloads::OpKind::Send) return op.bytes.bytes();
   return -1;
 }
 

@@ -104,20 +104,20 @@ TEST_F(ProfileScenario, ShapeOnlyTakesEveryLinkFromTheProfile)
     ++seen[static_cast<int>(l.kind)];
     switch (l.kind) {
     case topo::LinkKind::NvLink:
-      EXPECT_DOUBLE_EQ(l.bandwidth.value(), nv.bandwidth_Bps);
-      EXPECT_DOUBLE_EQ(l.latency.value(), nv.latency_s / 2);
+      EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_sec(), nv.bandwidth_Bps);
+      EXPECT_DOUBLE_EQ(l.latency.seconds(), nv.latency_s / 2);
       break;
     case topo::LinkKind::Pcie:
-      EXPECT_DOUBLE_EQ(l.bandwidth.value(), pc.bandwidth_Bps);
-      EXPECT_DOUBLE_EQ(l.latency.value(), pc.latency_s);
+      EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_sec(), pc.bandwidth_Bps);
+      EXPECT_DOUBLE_EQ(l.latency.seconds(), pc.latency_s);
       break;
     case topo::LinkKind::NicLeaf:
-      EXPECT_DOUBLE_EQ(l.bandwidth.value(), net.bandwidth_Bps);
-      EXPECT_NEAR(l.latency.value(), (net.latency_s - 2 * pc.latency_s) / 2, 1e-18);
+      EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_sec(), net.bandwidth_Bps);
+      EXPECT_NEAR(l.latency.seconds(), (net.latency_s - 2 * pc.latency_s) / 2, 1e-18);
       break;
     case topo::LinkKind::LeafSpine:
     case topo::LinkKind::SpineCore:
-      EXPECT_DOUBLE_EQ(l.bandwidth.value(), net.bandwidth_Bps);
+      EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_sec(), net.bandwidth_Bps);
       break;
     }
   }
@@ -128,15 +128,15 @@ TEST_F(ProfileScenario, ShapeOnlyTakesEveryLinkFromTheProfile)
 
   // The paths the profile measured: two GPUs of a node, and the same rail of two nodes under one leaf.
   const auto intra = t.route(0, 1, 0, 1);
-  EXPECT_NEAR(t.path_latency(intra).value(), nv.latency_s, 1e-15);
-  EXPECT_DOUBLE_EQ(t.path_bandwidth(intra).value(), nv.bandwidth_Bps);
+  EXPECT_NEAR(t.path_latency(intra).seconds(), nv.latency_s, 1e-15);
+  EXPECT_DOUBLE_EQ(t.path_bandwidth(intra).bytes_per_sec(), nv.bandwidth_Bps);
   const auto inter = t.route(0, 8, 0, 1);
-  EXPECT_NEAR(t.path_latency(inter).value(), net.latency_s, 1e-15);
-  EXPECT_DOUBLE_EQ(t.path_bandwidth(inter).value(), std::min(net.bandwidth_Bps, pc.bandwidth_Bps));
+  EXPECT_NEAR(t.path_latency(inter).seconds(), net.latency_s, 1e-15);
+  EXPECT_DOUBLE_EQ(t.path_bandwidth(inter).bytes_per_sec(), std::min(net.bandwidth_Bps, pc.bandwidth_Bps));
   // Across the spine (node 0 and node 2 sit under different leaves of rail 0) the bandwidth is still the network's.
   const auto far = t.route(0, 16, 0, 1);
-  EXPECT_DOUBLE_EQ(t.path_bandwidth(far).value(), std::min(net.bandwidth_Bps, pc.bandwidth_Bps));
-  EXPECT_GT(t.path_latency(far).value(), net.latency_s); // plus the switch-to-switch links' latency
+  EXPECT_DOUBLE_EQ(t.path_bandwidth(far).bytes_per_sec(), std::min(net.bandwidth_Bps, pc.bandwidth_Bps));
+  EXPECT_GT(t.path_latency(far).seconds(), net.latency_s); // plus the switch-to-switch links' latency
 }
 
 // summary.json's "links" names, for each number, the profile file, the line of its entry (found here by yaml-cpp) and
@@ -154,11 +154,11 @@ TEST_F(ProfileScenario, ScenarioValuesOverrideTheProfileAndTheSummarySaysWhereEa
                               "    latency: 3 us\n";                   // 8
   const std::string text = cluster + "profile: " + kH100 + "\ncollectives:\n  - {op: all_reduce, size: 1 MiB}\n";
   const auto sc = load(text);
-  EXPECT_DOUBLE_EQ(sc.cluster.nvlink_bandwidth.value(), 123e9);
-  EXPECT_DOUBLE_EQ(sc.cluster.nic_latency.value(), 3e-6);
-  EXPECT_DOUBLE_EQ(sc.cluster.nvlink_latency.value(), nv.latency_s / 2);
-  EXPECT_DOUBLE_EQ(sc.cluster.nic_bandwidth.value(), net.bandwidth_Bps);
-  EXPECT_DOUBLE_EQ(sc.cluster.pcie_bandwidth.value(), pc.bandwidth_Bps);
+  EXPECT_DOUBLE_EQ(sc.cluster.nvlink_bandwidth.bytes_per_sec(), 123e9);
+  EXPECT_DOUBLE_EQ(sc.cluster.nic_latency.seconds(), 3e-6);
+  EXPECT_DOUBLE_EQ(sc.cluster.nvlink_latency.seconds(), nv.latency_s / 2);
+  EXPECT_DOUBLE_EQ(sc.cluster.nic_bandwidth.bytes_per_sec(), net.bandwidth_Bps);
+  EXPECT_DOUBLE_EQ(sc.cluster.pcie_bandwidth.bytes_per_sec(), pc.bandwidth_Bps);
 
   const auto j = scn::cluster_links_json(sc);
   EXPECT_EQ(j["nvlink"]["bandwidth_Bps"].get<double>(), 123e9);
@@ -197,8 +197,8 @@ TEST_F(ProfileScenario, WithoutAProfileOmittedFieldsAreTheBuiltInDefaults)
   const auto sc = load("name: t\ncluster: {kind: single_node, nodes: 1, gpus_per_node: 8}\n"
                        "collectives:\n  - {op: all_reduce, size: 1 MiB}\n");
   const topo::ClusterSpec defaults;
-  EXPECT_EQ(sc.cluster.nvlink_bandwidth.value(), defaults.nvlink_bandwidth.value());
-  EXPECT_EQ(sc.cluster.nic_latency.value(), defaults.nic_latency.value());
+  EXPECT_EQ(sc.cluster.nvlink_bandwidth.bytes_per_sec(), defaults.nvlink_bandwidth.bytes_per_sec());
+  EXPECT_EQ(sc.cluster.nic_latency.seconds(), defaults.nic_latency.seconds());
   const auto j = scn::cluster_links_json(sc);
   EXPECT_EQ(j["nvlink"]["bandwidth_from"]["from"], "default");
   EXPECT_NE(j["nvlink"]["bandwidth_from"]["note"].get<std::string>().find("nor names a profile"), std::string::npos);
@@ -243,7 +243,7 @@ double simulate_ring(const topo::ClusterSpec& spec, double size, int channels)
            call.channels = channels;
            sim::Simulation s(t, {});
            const auto timings = sim::run_schedules(s, {models::lower({call, t.gpus_per_node(), Seconds(0)})});
-           return std::vector<double>{timings.at(0).duration().value()};
+           return std::vector<double>{timings.at(0).duration().seconds()};
          })
       .values.at(0);
 }
@@ -345,7 +345,7 @@ TEST_F(ProfileScenario, ProfileFitTimeIsAlphaPlusSizeOverBeta)
         *sc.profile_data, call_on_one_node(CollectiveKind::AllReduce, s, n, Algorithm::Nvls, Protocol::Simple), t);
     ASSERT_NE(cost.fit, nullptr) << cost.reason;
     EXPECT_EQ(cost.fit->line, e.entry_line);
-    EXPECT_NEAR(cost.time.value(), e.latency_s + s * all_reduce_f / e.busbw_Bps, 1e-15);
+    EXPECT_NEAR(cost.time.seconds(), e.latency_s + s * all_reduce_f / e.busbw_Bps, 1e-15);
     EXPECT_TRUE(cost.extrapolated); // measured at 16 GiB only
   }
   {
@@ -354,7 +354,7 @@ TEST_F(ProfileScenario, ProfileFitTimeIsAlphaPlusSizeOverBeta)
     const auto cost = sim::profile_collective_cost(
         *sc.profile_data, call_on_one_node(CollectiveKind::AllGather, s, n, Algorithm::Ring, Protocol::Simple), t);
     ASSERT_NE(cost.fit, nullptr) << cost.reason;
-    EXPECT_NEAR(cost.time.value(), e.latency_s + s * all_gather_f / e.busbw_Bps, 1e-15);
+    EXPECT_NEAR(cost.time.seconds(), e.latency_s + s * all_gather_f / e.busbw_Bps, 1e-15);
   }
   // No Ring/LL entry: the "auto" entry (NCCL's own choice as measured) in its piece for 4 MiB, and for 64 KiB the
   // latency-bound piece (busbw .inf: time = alpha).
@@ -365,7 +365,7 @@ TEST_F(ProfileScenario, ProfileFitTimeIsAlphaPlusSizeOverBeta)
     ASSERT_NE(cost.fit, nullptr) << cost.reason;
     EXPECT_EQ(cost.fit->line, e.entry_line);
     const double expected = std::isinf(e.busbw_Bps) ? e.latency_s : e.latency_s + s * all_reduce_f / e.busbw_Bps;
-    EXPECT_NEAR(cost.time.value(), expected, 1e-15) << s;
+    EXPECT_NEAR(cost.time.seconds(), expected, 1e-15) << s;
     EXPECT_FALSE(cost.extrapolated);
     EXPECT_NE(cost.reason.find("NCCL's own choice"), std::string::npos) << cost.reason;
   }
@@ -420,7 +420,7 @@ TEST_F(ProfileScenario, AnalyticalReplayUsesTheGivenCollectiveTime)
                             return cost.fit ? std::optional<Seconds>(cost.time) : std::nullopt;
                           };
                         return std::vector<double>{
-                            sim::replay_workload(w, t, sc.sim, sc.profile_data.get(), o).step_time.value()};
+                            sim::replay_workload(w, t, sc.sim, sc.profile_data.get(), o).step_time.seconds()};
                       }).values.at(0));
   EXPECT_NEAR(steps[0], expected, 1e-15);
   EXPECT_NEAR(steps[1], expected, 1e-15);

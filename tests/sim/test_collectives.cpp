@@ -82,7 +82,7 @@ std::vector<double> simulate(const topo::ClusterSpec& spec, const std::vector<mo
            const auto timings = sim::run_schedules(s, schedules);
            std::vector<double> out;
            for (const auto& tm : timings)
-             out.push_back(tm.duration().value());
+             out.push_back(tm.duration().seconds());
            const auto& tot = s.network().totals();
            out.insert(out.end(),
                       {double(tot.flows_sent), double(tot.flows_received), tot.bytes_sent, tot.bytes_received});
@@ -316,7 +316,7 @@ TEST(Conservation, EveryAlgorithmDeliversWhatItSends)
         const auto& p = sch.patterns[st.pattern];
         for (int r = 0; r < sch.nranks(); ++r)
           for (std::size_t i = 0; i < p.sends(r).size(); ++i)
-            wire += std::floor(st.wire_bytes.value() * p.send_weight(r, i));
+            wire += std::floor(st.wire_bytes.bytes() * p.send_weight(r, i));
       }
   EXPECT_NEAR(out[k + 2], wire, 1e-9 * wire);
 }

@@ -34,9 +34,9 @@ struct FixedPoint {
 FixedPoint zhu_fixed_point(const models::cc::DcqcnParams& d, double capacity_Bps, int n, double mtu)
 {
   const double R = capacity_Bps / mtu / n;          // packets per second per flow
-  const double B = d.byte_counter.value() / mtu;    // packets
-  const double rai = d.rate_ai.value() / mtu;       // packets per second
-  const double tau = d.cnp_interval.value(), tau_p = d.alpha_period.value(), T = d.increase_timer.value();
+  const double B = d.byte_counter.bytes() / mtu;    // packets
+  const double rai = d.rate_ai.bytes_per_sec() / mtu;       // packets per second
+  const double tau = d.cnp_interval.seconds(), tau_p = d.alpha_period.seconds(), T = d.increase_timer.seconds();
   const double F = d.fast_recovery_steps;
   auto pw = [](double p, double x) { return std::exp(x * std::log1p(-p)); };        // (1-p)^x
   auto ev = [](double p, double x) { return p / std::expm1(-x * std::log1p(-p)); }; // p / ((1-p)^-x - 1)
@@ -54,7 +54,7 @@ FixedPoint zhu_fixed_point(const models::cc::DcqcnParams& d, double capacity_Bps
   }
   FixedPoint fp;
   fp.p = std::sqrt(lo * hi);
-  fp.queue = d.k_min.value() + fp.p / d.p_max * (d.k_max.value() - d.k_min.value());
+  fp.queue = d.k_min.bytes() + fp.p / d.p_max * (d.k_max.bytes() - d.k_min.bytes());
   return fp;
 }
 
@@ -102,7 +102,7 @@ Measured simulate(int n, double gbps, double mtu, double total, double warmup, d
                        span += dt;
                      });
                      // Each flow carries its fair share of `total` seconds, so all stay active through the window.
-                     const double bytes = units::Gbps(gbps).value() * total / n;
+                     const double bytes = units::Gbps(gbps).bytes_per_sec() * total / n;
                      for (int i = 1; i <= n; ++i)
                        s.spawn(i, "tx", [&net, i, bytes] { net.isend(i, 0, 0, Bytes(bytes)); });
                      s.spawn(0, "rx", [&net, n] {
@@ -113,7 +113,8 @@ Measured simulate(int n, double gbps, double mtu, double total, double warmup, d
                          reqs.erase(reqs.begin() + static_cast<long>(net.wait_any(reqs)));
                      });
                      s.run();
-                     return std::vector<double>{q_int / span, p_int / span, sent / span / units::Gbps(gbps).value()};
+                     const double line_rate = units::Gbps(gbps).bytes_per_sec();
+                     return std::vector<double>{q_int / span, p_int / span, sent / span / line_rate};
                    }).values;
   return {out[0], out[1], out[2]};
 }
@@ -130,7 +131,7 @@ TEST_P(DcqcnFixedPoint, QueueAndMarkingFollowZhuModel)
   const int n = GetParam();
   const double gbps = 40, mtu = 1000;
   const auto d = models::cc::dcqcn_preset("sigcomm2015");
-  const FixedPoint fp = zhu_fixed_point(d, units::Gbps(gbps).value(), n, mtu);
+  const FixedPoint fp = zhu_fixed_point(d, units::Gbps(gbps).bytes_per_sec(), n, mtu);
   const Measured m = simulate(n, gbps, mtu, 0.1, 0.04, 0.09, 1);
   const double p_of_mean = models::cc::marking_probability(d, Bytes(m.queue));
   RecordProperty("model_queue_bytes", std::to_string(fp.queue));
@@ -139,8 +140,9 @@ TEST_P(DcqcnFixedPoint, QueueAndMarkingFollowZhuModel)
   RecordProperty("measured_mean_p", std::to_string(m.p));
   EXPECT_NEAR(m.queue, fp.queue, 0.30 * fp.queue) << "N=" << n;
   EXPECT_NEAR(p_of_mean, fp.p, 0.30 * fp.p) << "N=" << n;
-  if (n <= 4) // the queue stays far below Kmax, so the mean of p(q) is the ramp's own average
+  if (n <= 4) { // the queue stays far below Kmax, so the mean of p(q) is the ramp's own average
     EXPECT_NEAR(m.p, fp.p, 0.30 * fp.p) << "N=" << n;
+  }
   EXPECT_GT(m.utilisation, 0.97) << "the bottleneck stays busy at the fixed point";
 }
 
@@ -153,10 +155,10 @@ TEST(DcqcnFixedPoint, GrowsWithTheNumberOfFlows)
   const auto d = models::cc::dcqcn_preset("sigcomm2015");
   double last = 0;
   for (int n : {1, 2, 4, 8}) {
-    const FixedPoint fp = zhu_fixed_point(d, units::Gbps(40).value(), n, 1000);
+    const FixedPoint fp = zhu_fixed_point(d, units::Gbps(40).bytes_per_sec(), n, 1000);
     EXPECT_GT(fp.p, last);
-    EXPECT_GT(fp.queue, d.k_min.value());
-    EXPECT_LT(fp.queue, d.k_max.value());
+    EXPECT_GT(fp.queue, d.k_min.bytes());
+    EXPECT_LT(fp.queue, d.k_max.bytes());
     last = fp.p;
   }
 }

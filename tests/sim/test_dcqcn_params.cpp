@@ -20,16 +20,16 @@ constexpr double kLine = 50e9; // 400 Gb/s
 TEST(DcqcnParams, Sigcomm2015PresetIsThePapersTable)
 {
   const DcqcnParams p = models::cc::dcqcn_preset("sigcomm2015");
-  EXPECT_EQ(p.k_min.value(), 5e3);
-  EXPECT_EQ(p.k_max.value(), 200e3);
+  EXPECT_EQ(p.k_min.bytes(), 5e3);
+  EXPECT_EQ(p.k_max.bytes(), 200e3);
   EXPECT_EQ(p.p_max, 0.01);
   EXPECT_EQ(p.g, 1.0 / 256);
-  EXPECT_DOUBLE_EQ(p.increase_timer.value(), 55e-6);
-  EXPECT_DOUBLE_EQ(p.alpha_period.value(), 55e-6);
-  EXPECT_EQ(p.byte_counter.value(), 10e6);
+  EXPECT_DOUBLE_EQ(p.increase_timer.seconds(), 55e-6);
+  EXPECT_DOUBLE_EQ(p.alpha_period.seconds(), 55e-6);
+  EXPECT_EQ(p.byte_counter.bytes(), 10e6);
   EXPECT_EQ(p.fast_recovery_steps, 5);
-  EXPECT_DOUBLE_EQ(p.rate_ai.value(), 40e6 / 8);
-  EXPECT_DOUBLE_EQ(p.cnp_interval.value(), 50e-6);
+  EXPECT_DOUBLE_EQ(p.rate_ai.bytes_per_sec(), 40e6 / 8);
+  EXPECT_DOUBLE_EQ(p.cnp_interval.seconds(), 50e-6);
   EXPECT_FALSE(p.sources.empty());
 }
 
@@ -39,15 +39,15 @@ TEST(DcqcnParams, Sigcomm2015PresetIsThePapersTable)
 TEST(DcqcnParams, ConnectxPresetIsTheFirmwareDefaults)
 {
   const DcqcnParams p = models::cc::dcqcn_preset("connectx");
-  EXPECT_DOUBLE_EQ(p.increase_timer.value(), 300e-6);
-  EXPECT_EQ(p.byte_counter.value(), 32767);
+  EXPECT_DOUBLE_EQ(p.increase_timer.seconds(), 300e-6);
+  EXPECT_EQ(p.byte_counter.bytes(), 32767);
   EXPECT_EQ(p.fast_recovery_steps, 1);
-  EXPECT_DOUBLE_EQ(p.rate_ai.value(), 5e6 / 8);
-  EXPECT_DOUBLE_EQ(p.rate_hai.value(), 50e6 / 8);
+  EXPECT_DOUBLE_EQ(p.rate_ai.bytes_per_sec(), 5e6 / 8);
+  EXPECT_DOUBLE_EQ(p.rate_hai.bytes_per_sec(), 50e6 / 8);
   EXPECT_DOUBLE_EQ(p.g, 5.0 / 1024);
-  EXPECT_DOUBLE_EQ(p.alpha_period.value(), 1e-6);
-  EXPECT_DOUBLE_EQ(p.rate_reduce_interval.value(), 4e-6);
-  EXPECT_DOUBLE_EQ(p.cnp_interval.value(), 4e-6);
+  EXPECT_DOUBLE_EQ(p.alpha_period.seconds(), 1e-6);
+  EXPECT_DOUBLE_EQ(p.rate_reduce_interval.seconds(), 4e-6);
+  EXPECT_DOUBLE_EQ(p.cnp_interval.seconds(), 4e-6);
   EXPECT_EQ(p.min_decrease_factor, 0.5);
   EXPECT_FALSE(p.clamp_target_rate);
   EXPECT_TRUE(p.clamp_after_timer);
@@ -80,10 +80,10 @@ TEST(ReactionPoint, FirstCnpHalvesTheRate)
 {
   const DcqcnParams p = models::cc::dcqcn_preset("sigcomm2015");
   ReactionPoint rp(p, BytesPerSec(kLine), Seconds(0));
-  EXPECT_EQ(rp.rate().value(), kLine);
+  EXPECT_EQ(rp.rate().bytes_per_sec(), kLine);
   EXPECT_TRUE(rp.on_cnp(p, Seconds(1e-6)));
-  EXPECT_DOUBLE_EQ(rp.rate().value(), kLine / 2);
-  EXPECT_DOUBLE_EQ(rp.target().value(), kLine);
+  EXPECT_DOUBLE_EQ(rp.rate().bytes_per_sec(), kLine / 2);
+  EXPECT_DOUBLE_EQ(rp.target().bytes_per_sec(), kLine);
 }
 
 // Without CNPs alpha decays by (1 - g) every period: after 10 periods alpha = (1 - g)^10.
@@ -111,22 +111,22 @@ TEST(ReactionPoint, CnpInAPeriodRaisesAlpha)
 TEST(ReactionPoint, FastRecoveryThenAdditiveIncrease)
 {
   const DcqcnParams p = models::cc::dcqcn_preset("sigcomm2015");
-  const double T = p.increase_timer.value();
+  const double T = p.increase_timer.seconds();
   ReactionPoint rp(p, BytesPerSec(kLine), Seconds(0));
   rp.on_cnp(p, Seconds(1e-6));
   rp.on_cnp(p, Seconds(2e-6));
-  EXPECT_DOUBLE_EQ(rp.rate().value(), kLine / 4);
-  EXPECT_DOUBLE_EQ(rp.target().value(), kLine / 2);
+  EXPECT_DOUBLE_EQ(rp.rate().bytes_per_sec(), kLine / 4);
+  EXPECT_DOUBLE_EQ(rp.target().bytes_per_sec(), kLine / 2);
   for (int k = 1; k <= 5; ++k) {
     rp.advance(p, Seconds(2e-6 + k * T), Bytes(0));
-    EXPECT_NEAR(rp.rate().value(), kLine / 2 - (kLine / 4) / std::pow(2, k), 1e-3) << "step " << k;
-    EXPECT_DOUBLE_EQ(rp.target().value(), kLine / 2) << "fast recovery keeps the target";
+    EXPECT_NEAR(rp.rate().bytes_per_sec(), kLine / 2 - (kLine / 4) / std::pow(2, k), 1e-3) << "step " << k;
+    EXPECT_DOUBLE_EQ(rp.target().bytes_per_sec(), kLine / 2) << "fast recovery keeps the target";
   }
-  const double before = rp.rate().value();
+  const double before = rp.rate().bytes_per_sec();
   rp.advance(p, Seconds(2e-6 + 6 * T), Bytes(0));
-  const double rt = kLine / 2 + p.rate_ai.value();
-  EXPECT_DOUBLE_EQ(rp.target().value(), rt);
-  EXPECT_DOUBLE_EQ(rp.rate().value(), (rt + before) / 2);
+  const double rt = kLine / 2 + p.rate_ai.bytes_per_sec();
+  EXPECT_DOUBLE_EQ(rp.target().bytes_per_sec(), rt);
+  EXPECT_DOUBLE_EQ(rp.rate().bytes_per_sec(), (rt + before) / 2);
 }
 
 // The byte counter raises the rate too: 2.5 counters' worth of bytes are two increase events.
@@ -135,8 +135,8 @@ TEST(ReactionPoint, ByteCounterEvents)
   const DcqcnParams p = models::cc::dcqcn_preset("sigcomm2015");
   ReactionPoint rp(p, BytesPerSec(kLine), Seconds(0));
   rp.on_cnp(p, Seconds(1e-6)); // R_C = R/2, R_T = R
-  rp.advance(p, Seconds(2e-6), Bytes(2.5 * p.byte_counter.value()));
-  EXPECT_DOUBLE_EQ(rp.rate().value(), kLine - kLine / 8); // two fast-recovery halvings of the gap R/2
+  rp.advance(p, Seconds(2e-6), Bytes(2.5 * p.byte_counter.bytes()));
+  EXPECT_DOUBLE_EQ(rp.rate().bytes_per_sec(), kLine - kLine / 8); // two fast-recovery halvings of the gap R/2
 }
 
 // Hyper increase once both counters passed F: R_T grows by (min(T, BC) - F) R_HAI per event.
@@ -147,16 +147,16 @@ TEST(ReactionPoint, HyperIncreaseAfterBothCountersPassF)
   ReactionPoint rp(p, BytesPerSec(kLine), Seconds(0));
   rp.on_cnp(p, Seconds(0)); // R_T = R, R_C = R/2
   rp.on_cnp(p, Seconds(0)); // R_T = R/2, R_C = R/4
-  const double B = p.byte_counter.value(), T = p.increase_timer.value();
+  const double B = p.byte_counter.bytes(), T = p.increase_timer.seconds();
   rp.advance(p, Seconds(0), Bytes(2 * B)); // BC = 1 (fast), BC = 2 (T = 0: additive)
-  double rt = kLine / 2 + p.rate_ai.value();
-  EXPECT_DOUBLE_EQ(rp.target().value(), rt);
+  double rt = kLine / 2 + p.rate_ai.bytes_per_sec();
+  EXPECT_DOUBLE_EQ(rp.target().bytes_per_sec(), rt);
   rp.advance(p, Seconds(T), Bytes(0)); // T = 1, BC = 2: min = 1 = F, additive
-  rt += p.rate_ai.value();
-  EXPECT_DOUBLE_EQ(rp.target().value(), rt);
+  rt += p.rate_ai.bytes_per_sec();
+  EXPECT_DOUBLE_EQ(rp.target().bytes_per_sec(), rt);
   rp.advance(p, Seconds(2 * T), Bytes(0)); // T = 2, BC = 2: min = 2 > F, hyper with i = 1
-  rt += p.rate_hai.value();
-  EXPECT_DOUBLE_EQ(rp.target().value(), rt);
+  rt += p.rate_hai.bytes_per_sec();
+  EXPECT_DOUBLE_EQ(rp.target().bytes_per_sec(), rt);
 }
 
 // ConnectX holds a CNP that comes within RATE_REDUCE_MONITOR_PERIOD of the last cut and applies it at its end.
@@ -165,12 +165,12 @@ TEST(ReactionPoint, ConnectxRateReduceInterval)
   const DcqcnParams p = models::cc::dcqcn_preset("connectx");
   ReactionPoint rp(p, BytesPerSec(kLine), Seconds(0));
   EXPECT_TRUE(rp.on_cnp(p, Seconds(0)));
-  const double after_first = rp.rate().value();
+  const double after_first = rp.rate().bytes_per_sec();
   EXPECT_FALSE(rp.on_cnp(p, Seconds(1e-6)));
-  EXPECT_EQ(rp.rate().value(), after_first);
+  EXPECT_EQ(rp.rate().bytes_per_sec(), after_first);
   EXPECT_TRUE(rp.advance(p, Seconds(4e-6), Bytes(0)));
-  EXPECT_LT(rp.rate().value(), after_first);
-  EXPECT_GE(rp.rate().value(), after_first * p.min_decrease_factor);
+  EXPECT_LT(rp.rate().bytes_per_sec(), after_first);
+  EXPECT_GE(rp.rate().bytes_per_sec(), after_first * p.min_decrease_factor);
   EXPECT_EQ(rp.decreases(), 2);
 }
 
@@ -214,8 +214,8 @@ TEST(DcqcnInput, UnknownPresetAndFieldsAreRefused)
   EXPECT_THROW(models::cc::parse_dcqcn(dcqcn("  kmin: 5 KB\n")), InputError);
   EXPECT_THROW(models::cc::parse_dcqcn(dcqcn("  g: 0\n")), InputError);
   const DcqcnParams p = models::cc::parse_dcqcn(dcqcn("  preset: connectx\n  k_min: 100 KB\n"));
-  EXPECT_EQ(p.k_min.value(), 100e3);
-  EXPECT_DOUBLE_EQ(p.increase_timer.value(), 300e-6);
+  EXPECT_EQ(p.k_min.bytes(), 100e3);
+  EXPECT_DOUBLE_EQ(p.increase_timer.seconds(), 300e-6);
 }
 
 } // namespace

@@ -32,7 +32,7 @@ TEST(FlowSharing, OneFlowTakesLatencyPlusSizeOverBandwidth)
     });
     s.spawn(1, "rx", [&] {
       net.wait_any({net.irecv(1, 0, 7)});
-      done = net.now().value();
+      done = net.now().seconds();
     });
     s.run();
     return std::vector<double>{done};
@@ -58,7 +58,7 @@ TEST(FlowSharing, TwoFlowsOnOneLinkEachGetHalf)
       std::vector<int> who{0, 1};
       while (!reqs.empty()) {
         const auto i = net.wait_any(reqs);
-        done[who[i]] = net.now().value();
+        done[who[i]] = net.now().seconds();
         reqs.erase(reqs.begin() + static_cast<long>(i));
         who.erase(who.begin() + static_cast<long>(i));
       }
@@ -86,10 +86,10 @@ TEST(FlowSharing, TimerFiresBeforeALongerTransfer)
       std::vector<sim::RequestId> reqs{net.irecv(1, 0, 0), net.timer(units::ms(1))};
       const auto first = net.wait_any(reqs);
       order.push_back(double(first));
-      order.push_back(net.now().value());
+      order.push_back(net.now().seconds());
       reqs.erase(reqs.begin() + static_cast<long>(first));
       net.wait_any(reqs);
-      order.push_back(net.now().value());
+      order.push_back(net.now().seconds());
     });
     s.run();
     return order;

@@ -64,7 +64,7 @@ std::vector<double> run_transfers(const topo::ClusterSpec& spec, const std::vect
                std::stable_sort(order.begin(), order.end(),
                                 [&](std::size_t a, std::size_t b) { return transfers[a].start < transfers[b].start; });
                for (std::size_t i : order) {
-                 if (transfers[i].start > net.now().value()) {
+                 if (transfers[i].start > net.now().seconds()) {
                    std::vector<sim::RequestId> tr{net.timer(Seconds(transfers[i].start))};
                    net.wait_any(tr);
                  }
@@ -72,7 +72,7 @@ std::vector<double> run_transfers(const topo::ClusterSpec& spec, const std::vect
                }
                while (!reqs.empty()) {
                  const std::size_t k = net.wait_any(reqs);
-                 arrival[which[k]] = net.now().value();
+                 arrival[which[k]] = net.now().seconds();
                  reqs.erase(reqs.begin() + static_cast<long>(k));
                  which.erase(which.begin() + static_cast<long>(k));
                }
@@ -238,7 +238,7 @@ double ring_time(const topo::ClusterSpec& spec, Bytes size, int channels, sim::B
            const topo::Topology t = topo::build_topology(spec);
            sim::Simulation s(t, config_for(backend));
            const auto timings = sim::run_schedules(s, {ring(t, size, channels)});
-           return std::vector<double>{timings.at(0).duration().value()};
+           return std::vector<double>{timings.at(0).duration().seconds()};
          })
       .values.at(0);
 }
@@ -309,15 +309,15 @@ std::vector<double> sequence_timings(sim::RankExecution execution, bool intruder
                const auto r = net.irecv(5, 0, 1u << 30);
                net.isend(0, 5, 1u << 30, units::MiB(8));
                net.wait_any({r});
-               arrived = net.now().value();
+               arrived = net.now().seconds();
                net.wait_sends();
              });
            const auto timings = sim::run_schedules(s, schedules, execution);
            std::vector<double> out;
            for (const auto& x : timings) {
-             out.push_back(x.start.value());
-             out.push_back(x.last_start.value());
-             out.push_back(x.end.value());
+             out.push_back(x.start.seconds());
+             out.push_back(x.last_start.seconds());
+             out.push_back(x.end.seconds());
            }
            out.push_back(static_cast<double>(s.network().totals().flows_received));
            out.push_back(s.network().totals().bytes_received);

@@ -66,9 +66,9 @@ TEST(NcclCommunicator, EveryCallResolvesAsAFreshResolutionDoes)
       EXPECT_EQ(reused.channels, fresh.channels) << models::to_string(kind) << " " << bytes;
       const auto a = comm.lowering_input(reused, Seconds(1e-6));
       const auto b = sim::lowering_input(fresh, t, settings, Seconds(1e-6));
-      EXPECT_EQ(a.costs.launch.value(), b.costs.launch.value());
-      EXPECT_EQ(a.costs.intra_hop.value(), b.costs.intra_hop.value());
-      EXPECT_EQ(a.costs.inter_hop.value(), b.costs.inter_hop.value());
+      EXPECT_EQ(a.costs.launch.seconds(), b.costs.launch.seconds());
+      EXPECT_EQ(a.costs.intra_hop.seconds(), b.costs.intra_hop.seconds());
+      EXPECT_EQ(a.costs.inter_hop.seconds(), b.costs.inter_hop.seconds());
     }
   }
 }

@@ -82,7 +82,7 @@ Outcome run(const std::vector<Send>& sends, sim::FluidConfig fluid, bool keep_st
                                 net.isend(g, sends[i].dst, i, Bytes(sends[i].bytes));
                             while (!reqs.empty()) {
                               const auto k = net.wait_any(reqs);
-                              arrival[which[k]] = net.now().value();
+                              arrival[which[k]] = net.now().seconds();
                               reqs.erase(reqs.begin() + static_cast<long>(k));
                               which.erase(which.begin() + static_cast<long>(k));
                             }
@@ -178,11 +178,11 @@ TEST(Pfc, IncastPausesPropagateUpstreamAndNothingIsLost)
   EXPECT_GT(o.stats.links[leaf1_up].paused, 0) << "the spine's queue pauses the leaf uplink";
   EXPECT_GT(o.stats.links[nic4_up].paused, 0) << "the leaf's queue pauses the sender's NIC";
 
-  const double xoff = models::cc::pfc_defaults(Bytes(4096)).xoff.value();
+  const double xoff = models::cc::pfc_defaults(Bytes(4096)).xoff.bytes();
   for (topo::LinkId l = 0; l < t.num_links(); ++l) {
     const double headroom = models::cc::required_headroom(t.link(l).bandwidth, t.link(l).latency,
                                                           pfc_only().pfc.response_time, Bytes(4096))
-                                .value();
+                                .bytes();
     EXPECT_LE(o.stats.links[l].max_ingress, xoff + headroom) << t.link_name(l);
   }
   const double last = *std::max_element(o.arrival.begin(), o.arrival.end());
@@ -293,8 +293,8 @@ TEST(Pfc, ResumeBeforeTheQueueRunsDryWhenXonCoversTheRoundTrip)
   const topo::Topology t = topo::build_topology(one_spine());
   const auto spine_to_leaf0 = static_cast<std::uint32_t>(link_between(t, "spine0", "leaf0"));
   const auto port = static_cast<std::uint32_t>(link_between(t, "leaf0", "nic0.0"));
-  const double L = t.link(spine_to_leaf0).latency.value();
-  ASSERT_GE(f.pfc.xon.value(), B * (2 * L + f.pfc.response_time.value()))
+  const double L = t.link(spine_to_leaf0).latency.seconds();
+  ASSERT_GE(f.pfc.xon.bytes(), B * (2 * L + f.pfc.response_time.seconds()))
       << "the defaults no longer cover the round trip: this test's premise";
 
   const Outcome o = run({{4, 0, S}, {5, 0, S}}, f, true);
@@ -304,7 +304,7 @@ TEST(Pfc, ResumeBeforeTheQueueRunsDryWhenXonCoversTheRoundTrip)
   EXPECT_NEAR(a.sent, 2 * S, 1e-6 * S);
   EXPECT_LT(a.idle_s, 1e-12) << "the port idled while bytes waited behind a pause";
   // GPU 4 -> NIC -> leaf1 -> spine0 -> leaf0 -> NIC -> GPU 0: 0.5 + 1 + 0.6 + 0.6 + 1 + 0.5 us.
-  const double path = 4.2e-6, step = std::min(f.time_step.value(), L + f.pfc.response_time.value());
+  const double path = 4.2e-6, step = std::min(f.time_step.seconds(), L + f.pfc.response_time.seconds());
   const double last = std::max(o.arrival[0], o.arrival[1]);
   EXPECT_GE(last, 2 * S / B + path);
   EXPECT_LE(last, 2 * S / B + path + 2 * step);
@@ -322,8 +322,8 @@ TEST(Pfc, XonBelowTheResumeDelayIdlesTheBottleneckAfterEveryResume)
   const topo::Topology t = topo::build_topology(one_spine());
   const auto spine_to_leaf0 = static_cast<std::uint32_t>(link_between(t, "spine0", "leaf0"));
   const auto port = static_cast<std::uint32_t>(link_between(t, "leaf0", "nic0.0"));
-  const double L = t.link(spine_to_leaf0).latency.value();
-  const double idle_per_resume = L - f.pfc.xon.value() / B;
+  const double L = t.link(spine_to_leaf0).latency.seconds();
+  const double idle_per_resume = L - f.pfc.xon.bytes() / B;
   ASSERT_GT(idle_per_resume, 0);
 
   const Outcome o = run({{4, 0, S}, {5, 0, S}}, f, true);
@@ -349,7 +349,7 @@ TEST(Pfc, EgressQueueIsFirstInFirstOut)
   f.pfc.xon = Bytes(1000.0 * 1024 * 1024);
   const Outcome o = run({{4, 0, SA}, {8, 0, SV}}, f, true);
   EXPECT_EQ(o.stats.pause_events, 0U);
-  const double step = f.time_step.value();
+  const double step = f.time_step.seconds();
   EXPECT_NEAR(o.arrival[0], 2 * SA / B + path, step);
   EXPECT_NEAR(o.arrival[1], (SA + SV) / B + path, step);
 }
@@ -390,7 +390,7 @@ TEST(PfcInput, XonAboveXoffIsRefused)
 TEST(PfcInput, RequiredHeadroomFormula)
 {
   EXPECT_DOUBLE_EQ(
-      models::cc::required_headroom(units::Gbps(400), units::us(1), Seconds(0), Bytes(4096)).value(),
+      models::cc::required_headroom(units::Gbps(400), units::us(1), Seconds(0), Bytes(4096)).bytes(),
       50e9 * 2e-6 + 2 * 4096);
 }
 

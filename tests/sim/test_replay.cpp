@@ -53,7 +53,7 @@ TEST(Replay, OneFOneBBubbleFractionEmergesFromThePipeline)
                      sim::ReplayOptions o;
                      o.comm = sim::CommModel::Ideal;
                      const auto r = sim::replay_workload(w, t, {}, &prof, test::with_nccl(t, o));
-                     std::vector<double> v{r.step_time.value()};
+                     std::vector<double> v{r.step_time.seconds()};
                      for (const auto& rk : r.ranks)
                        v.push_back(rk.breakdown.bubble_s);
                      return v;
@@ -88,7 +88,7 @@ TEST(Replay, InterleavedScheduleShrinksTheBubble)
                      sim::ReplayOptions o;
                      o.comm = sim::CommModel::Ideal;
                      const auto r = sim::replay_workload(w, t, {}, &prof, test::with_nccl(t, o));
-                     return std::vector<double>{r.step_time.value(), r.ranks[0].breakdown.bubble_s};
+                     return std::vector<double>{r.step_time.seconds(), r.ranks[0].breakdown.bubble_s};
                    }).values;
   EXPECT_NEAR(out[1] / out[0], double(p - 1) / (v * m + p - 1), 0.01);
 }
@@ -135,8 +135,8 @@ TEST(Replay, SendOverlappedWithComputeIsHiddenOnTheSenderAndExposedOnTheReceiver
           const auto& a = r.ranks[0].breakdown;
           const auto& b = r.ranks[1].breakdown;
           const auto pp = static_cast<std::size_t>(GroupKind::PP);
-          return std::vector<double>{r.step_time.value(), a.compute_s,     a.exposed_s[pp], a.bubble_s, a.comm_s[pp],
-                                     b.compute_s,         b.exposed_s[pp], b.bubble_s,      b.total(),  a.total()};
+          return std::vector<double>{r.step_time.seconds(), a.compute_s,     a.exposed_s[pp], a.bubble_s, a.comm_s[pp],
+                                     b.compute_s,           b.exposed_s[pp], b.bubble_s,      b.total(),  a.total()};
         }).values;
     const std::string m = sim::to_string(mode);
     EXPECT_NEAR(out[0], transfer + work, 1e-9) << m;
@@ -181,7 +181,7 @@ TEST(Replay, CollectiveOpMatchesTheCollectiveRunnerAndTheAnalyticalModel)
                          const topo::Topology t = topo::build_topology(one_node(n));
                          const auto r =
                              sim::replay_workload(one_collective(n, kind, bytes), t, {}, nullptr, test::with_nccl(t));
-                         return std::vector<double>{r.step_time.value(), r.flows.bytes_sent, r.flows.bytes_received};
+                         return std::vector<double>{r.step_time.seconds(), r.flows.bytes_sent, r.flows.bytes_received};
                        }).values;
     const auto runner = run_in_child([&] {
                           const topo::Topology t = topo::build_topology(one_node(n));
@@ -197,8 +197,8 @@ TEST(Replay, CollectiveOpMatchesTheCollectiveRunnerAndTheAnalyticalModel)
                               models::lower(sim::lowering_input(resolved, t, defaults, Seconds(0)));
                           sim::Simulation sim(t, {});
                           const auto timings = sim::run_schedules(sim, {s});
-                          return std::vector<double>{timings.at(0).duration().value(),
-                                                     sim::isolated_collective_time(s, t, true, 1).value()};
+                          return std::vector<double>{timings.at(0).duration().seconds(),
+                                                     sim::isolated_collective_time(s, t, true, 1).seconds()};
                         }).values;
     const auto analytical = run_in_child([&] {
                               const topo::Topology t = topo::build_topology(one_node(n));
@@ -206,7 +206,7 @@ TEST(Replay, CollectiveOpMatchesTheCollectiveRunnerAndTheAnalyticalModel)
                               o.comm = sim::CommModel::Analytical;
                               return std::vector<double>{sim::replay_workload(one_collective(n, kind, bytes), t, {},
                                                                               nullptr, test::with_nccl(t, o))
-                                                             .step_time.value()};
+                                                             .step_time.seconds()};
                             }).values;
     const std::string name = models::to_string(kind);
     EXPECT_NEAR(flows[0], runner[0], runner[0] * 1e-9) << name;
@@ -243,7 +243,7 @@ TEST(Replay, GeneratedStepOnARailClusterAddsUp)
              sim::ReplayOptions o;
              o.comm = mode;
              const auto r = sim::replay_workload(w, t, {}, &prof, test::with_nccl(t, o));
-             std::vector<double> v{r.step_time.value(), r.flows.bytes_sent, r.flows.bytes_received,
+             std::vector<double> v{r.step_time.seconds(), r.flows.bytes_sent, r.flows.bytes_received,
                                    static_cast<double>(r.flows.flows_sent),
                                    static_cast<double>(r.flows.flows_received)};
              for (const auto& rk : r.ranks)
@@ -289,7 +289,7 @@ TEST(Replay, EventExecutorMatchesTheSimGridActors)
                o.comm = mode;
                o.discrete_events = events;
                const auto r = sim::replay_workload(w, t, {}, &prof, test::with_nccl(t, o));
-               std::vector<double> v{r.step_time.value(), static_cast<double>(r.ops_executed)};
+               std::vector<double> v{r.step_time.seconds(), static_cast<double>(r.ops_executed)};
                for (const auto& rk : r.ranks) {
                  const auto& b = rk.breakdown;
                  v.insert(v.end(), {b.compute_s, b.exposed_total(), b.bubble_s, b.idle_s});

@@ -117,7 +117,7 @@ std::vector<double> replay_kineto(const std::vector<std::string>& paths, const t
            o.host_launch = host;
            o.trace_ranks = std::vector<int>{};
            const auto r = sim::replay_workload(w, t, {}, nullptr, test::with_nccl(t, o));
-           return std::vector<double>{r.step_time.value(), static_cast<double>(r.ops_executed)};
+           return std::vector<double>{r.step_time.seconds(), static_cast<double>(r.ops_executed)};
          })
       .values;
 }
@@ -176,7 +176,7 @@ TEST(ReplayTraces, ChakraRingAllReduceReplaysWithEagerSends)
         o.trace_ranks = std::vector<int>{};
         const auto r = sim::replay_workload(w, t, {}, nullptr, test::with_nccl(t, o));
         return std::vector<double>{static_cast<double>(r.flows.flows_sent), static_cast<double>(r.flows.flows_received),
-                                   r.flows.bytes_received, r.step_time.value()};
+                                   r.flows.bytes_received, r.step_time.seconds()};
       }).values;
   EXPECT_EQ(out[0], 8 * 14);
   EXPECT_EQ(out[1], 8 * 14);

@@ -50,7 +50,7 @@ double simulate(const topo::ClusterSpec& spec, Bytes size, int channels,
     const topo::Topology t = topo::build_topology(spec);
     sim::Simulation s(t, {});
     const auto timings = sim::run_schedules(s, {ring_allreduce(t, size, channels, kind)});
-    return std::vector<double>{timings.at(0).duration().value()};
+    return std::vector<double>{timings.at(0).duration().seconds()};
   }).values;
   return out.at(0);
 }

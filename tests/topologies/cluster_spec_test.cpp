@@ -61,17 +61,17 @@ cluster:
   EXPECT_EQ(s.kind, ClusterKind::RailOptimized);
   EXPECT_EQ(s.gpus_per_node, 4);
   EXPECT_EQ(s.nodes, 64 / 4);
-  EXPECT_DOUBLE_EQ(s.nvlink_bandwidth.value(), 300e9);
-  EXPECT_DOUBLE_EQ(s.nvlink_latency.value(), 0.7e-6);
-  EXPECT_DOUBLE_EQ(s.pcie_bandwidth.value(), 32e9);
-  EXPECT_DOUBLE_EQ(s.pcie_latency.value(), 2e-6);
-  EXPECT_DOUBLE_EQ(s.nic_bandwidth.value(), 200e9 / 8); // bits to bytes
-  EXPECT_DOUBLE_EQ(s.nic_latency.value(), 1.5e-6);
+  EXPECT_DOUBLE_EQ(s.nvlink_bandwidth.bytes_per_sec(), 300e9);
+  EXPECT_DOUBLE_EQ(s.nvlink_latency.seconds(), 0.7e-6);
+  EXPECT_DOUBLE_EQ(s.pcie_bandwidth.bytes_per_sec(), 32e9);
+  EXPECT_DOUBLE_EQ(s.pcie_latency.seconds(), 2e-6);
+  EXPECT_DOUBLE_EQ(s.nic_bandwidth.bytes_per_sec(), 200e9 / 8); // bits to bytes
+  EXPECT_DOUBLE_EQ(s.nic_latency.seconds(), 1.5e-6);
   EXPECT_EQ(s.leaf_downlinks, 16);
   EXPECT_EQ(s.radix, 64);
   EXPECT_DOUBLE_EQ(s.oversubscription, 3.0 / 2.0);
-  EXPECT_DOUBLE_EQ(s.fabric_bandwidth.value(), 800e9 / 8);
-  EXPECT_DOUBLE_EQ(s.fabric_latency.value(), 300e-9);
+  EXPECT_DOUBLE_EQ(s.fabric_bandwidth.bytes_per_sec(), 800e9 / 8);
+  EXPECT_DOUBLE_EQ(s.fabric_latency.seconds(), 300e-9);
 }
 
 TEST(ClusterSpec, OversubscriptionAsNumberOrRatio)

@@ -131,9 +131,9 @@ TEST(FatTree3, PathLatencyIsTheSumOfTierLatencies)
   const Topology t = k_ary(k, hosts, ", link_latency: 0.25 us");
   const ClusterSpec& s = t.spec();
   // Across pods: 2 PCIe + 2 NIC-edge + 4 switch-to-switch hops.
-  const double expected = 2 * s.pcie_latency.value() + 2 * s.nic_latency.value() + 4 * 0.25e-6;
+  const double expected = 2 * s.pcie_latency.seconds() + 2 * s.nic_latency.seconds() + 4 * 0.25e-6;
   for (const Path& p : t.all_paths(0, hosts - 1))
-    EXPECT_NEAR(t.path_latency(p).value(), expected, 1e-15);
+    EXPECT_NEAR(t.path_latency(p).seconds(), expected, 1e-15);
 }
 
 TEST(FatTree2, LeafSpineShape)
@@ -167,7 +167,7 @@ TEST(FatTree2, IntraNodeTrafficStaysOnNvLink)
   EXPECT_EQ(kinds_along(t, p), (std::vector{VertexKind::Gpu, VertexKind::NvSwitch, VertexKind::Gpu}));
   EXPECT_EQ(t.link_name(p[0]), "gpu0.0->nvsw0");
   EXPECT_EQ(t.link_name(p[1]), "nvsw0->gpu0.5");
-  EXPECT_NEAR(t.path_latency(p).value(), 2 * t.spec().nvlink_latency.value(), 1e-18);
+  EXPECT_NEAR(t.path_latency(p).seconds(), 2 * t.spec().nvlink_latency.seconds(), 1e-18);
   EXPECT_EQ(t.path_bandwidth(p), t.spec().nvlink_bandwidth);
   EXPECT_TRUE(t.route(3, 3, 0, 0).empty());
 }

@@ -104,7 +104,7 @@ TEST(RailOptimized, CrossRailWithoutPxnGoesThroughASpine)
     EXPECT_EQ(leaves[1]->local, 6);
     // 2 PCIe + 2 NIC-leaf + 2 leaf-spine hops.
     const ClusterSpec& s = t.spec();
-    EXPECT_NEAR(t.path_latency(p).value(), 2 * s.pcie_latency.value() + 2 * 1.25e-6 + 2 * 0.75e-6, 1e-15);
+    EXPECT_NEAR(t.path_latency(p).seconds(), 2 * s.pcie_latency.seconds() + 2 * 1.25e-6 + 2 * 0.75e-6, 1e-15);
   }
 }
 
@@ -120,8 +120,8 @@ TEST(RailOptimized, CrossRailWithPxnStaysOnTheDestinationRail)
     EXPECT_EQ(t.link_target(p[1]), t.gpu_vertex(gpu(0, 6))); // the source node's GPU on rail 6
     EXPECT_EQ(leaves_on(t, p)[0]->local, 6);
     const ClusterSpec& s = t.spec();
-    EXPECT_NEAR(t.path_latency(p).value(), 2 * s.nvlink_latency.value() + 2 * s.pcie_latency.value() + 2 * 1.25e-6,
-                1e-15);
+    EXPECT_NEAR(t.path_latency(p).seconds(),
+                2 * s.nvlink_latency.seconds() + 2 * s.pcie_latency.seconds() + 2 * 1.25e-6, 1e-15);
   }
   // Across scalable units PXN still keeps both leaves on the destination's rail.
   for (const Path& p : t.all_paths(gpu(0, 1), gpu(kSuNodes, 6), true))

@@ -106,9 +106,9 @@ TEST(Routing, LatencyAndBandwidthOfAPath)
   const Path p = t.route(0, 127, 0, 0); // leaf 0 to leaf 3 through a spine
   ASSERT_EQ(count_kind(t, p, LinkKind::LeafSpine), 2);
   const ClusterSpec& s = t.spec();
-  EXPECT_NEAR(t.path_latency(p).value(), 2 * s.pcie_latency.value() + 2 * 2e-6 + 2 * 0.5e-6, 1e-15);
-  EXPECT_DOUBLE_EQ(t.path_bandwidth(p).value(), 100e9 / 8);                   // the slowest hop: 100 Gb/s spine links
-  EXPECT_DOUBLE_EQ(t.path_bandwidth(t.route(0, 8, 0, 0)).value(), 400e9 / 8); // same leaf: the NIC
+  EXPECT_NEAR(t.path_latency(p).seconds(), 2 * s.pcie_latency.seconds() + 2 * 2e-6 + 2 * 0.5e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(t.path_bandwidth(p).bytes_per_sec(), 100e9 / 8); // the slowest hop: 100 Gb/s spine links
+  EXPECT_DOUBLE_EQ(t.path_bandwidth(t.route(0, 8, 0, 0)).bytes_per_sec(), 400e9 / 8); // same leaf: the NIC
 }
 
 TEST(Routing, LinkIdsAndNamesAreDenseAndPaired)

@@ -38,16 +38,16 @@ TEST(Bisection, TwoToOneIsHalfOfNonBlocking)
   };
   const auto full = leaf_spine(nodes, 1).summary();
   const auto half = leaf_spine(nodes, 2).summary();
-  EXPECT_DOUBLE_EQ(full.full_bisection.value(), (nodes * 8 / 2) * kNic); // (gpus / 2) x NIC bandwidth
-  EXPECT_DOUBLE_EQ(full.bisection.value(), formula(1, kNic));
-  EXPECT_DOUBLE_EQ(full.bisection.value(), full.full_bisection.value());
-  EXPECT_DOUBLE_EQ(half.bisection.value(), formula(2, kNic));
-  EXPECT_DOUBLE_EQ(half.bisection.value(), full.bisection.value() / 2);
+  EXPECT_DOUBLE_EQ(full.full_bisection.bytes_per_sec(), (nodes * 8 / 2) * kNic); // (gpus / 2) x NIC bandwidth
+  EXPECT_DOUBLE_EQ(full.bisection.bytes_per_sec(), formula(1, kNic));
+  EXPECT_DOUBLE_EQ(full.bisection.bytes_per_sec(), full.full_bisection.bytes_per_sec());
+  EXPECT_DOUBLE_EQ(half.bisection.bytes_per_sec(), formula(2, kNic));
+  EXPECT_DOUBLE_EQ(half.bisection.bytes_per_sec(), full.bisection.bytes_per_sec() / 2);
   EXPECT_DOUBLE_EQ(half.oversubscription, 2.0);
   // Twice-as-fast spine links make up for half as many: the NICs are the limit again.
   const auto fast = leaf_spine(nodes, 2, "800 Gb/s").summary();
-  EXPECT_DOUBLE_EQ(fast.bisection.value(), formula(2, 2 * kNic));
-  EXPECT_DOUBLE_EQ(fast.bisection.value(), fast.full_bisection.value());
+  EXPECT_DOUBLE_EQ(fast.bisection.bytes_per_sec(), formula(2, 2 * kNic));
+  EXPECT_DOUBLE_EQ(fast.bisection.bytes_per_sec(), fast.full_bisection.bytes_per_sec());
   EXPECT_DOUBLE_EQ(fast.oversubscription, 1.0);
 }
 
@@ -64,9 +64,9 @@ TEST(Bisection, ThreeTierOversubscribedAtTheEdge)
   };
   const auto nonblocking = build(1).summary();
   const auto over = build(2).summary();
-  EXPECT_DOUBLE_EQ(nonblocking.bisection.value(), hosts / 2 * kNic);
-  EXPECT_DOUBLE_EQ(over.bisection.value(), 2 * 1 * (k / 2) * kNic);
-  EXPECT_DOUBLE_EQ(over.bisection.value(), nonblocking.bisection.value() / 2);
+  EXPECT_DOUBLE_EQ(nonblocking.bisection.bytes_per_sec(), hosts / 2 * kNic);
+  EXPECT_DOUBLE_EQ(over.bisection.bytes_per_sec(), 2 * 1 * (k / 2) * kNic);
+  EXPECT_DOUBLE_EQ(over.bisection.bytes_per_sec(), nonblocking.bisection.bytes_per_sec() / 2);
   ASSERT_EQ(over.switches_by_tier.size(), 3U);
   EXPECT_EQ(over.switches_by_tier[0], std::make_pair(std::string("leaf"), k * k / 2));
   EXPECT_EQ(over.switches_by_tier[1], std::make_pair(std::string("agg"), k * 1));
@@ -84,24 +84,24 @@ TEST(Bisection, RailOptimizedAcrossScalableUnits)
   };
   const auto one = build(1).summary();
   const auto two = build(2).summary();
-  EXPECT_DOUBLE_EQ(one.bisection.value(), 32 * kNic);
-  EXPECT_DOUBLE_EQ(one.bisection.value(), one.full_bisection.value());
-  EXPECT_DOUBLE_EQ(two.bisection.value(), 8 * 2 * kNic);
+  EXPECT_DOUBLE_EQ(one.bisection.bytes_per_sec(), 32 * kNic);
+  EXPECT_DOUBLE_EQ(one.bisection.bytes_per_sec(), one.full_bisection.bytes_per_sec());
+  EXPECT_DOUBLE_EQ(two.bisection.bytes_per_sec(), 8 * 2 * kNic);
 }
 
 TEST(Bisection, RailOnlyIsNonBlockingAcrossTheCut)
 {
   // Every rail switch joins all nodes, so each first-half NIC has its own path to a second-half NIC on its rail.
   const auto s = build_from_yaml("cluster:\n  kind: rail_only\n  nodes: 4\n  fabric: {leaf_downlinks: 8}\n").summary();
-  EXPECT_DOUBLE_EQ(s.bisection.value(), 4 * 8 / 2 * kNic);
-  EXPECT_DOUBLE_EQ(s.full_bisection.value(), s.bisection.value());
+  EXPECT_DOUBLE_EQ(s.bisection.bytes_per_sec(), 4 * 8 / 2 * kNic);
+  EXPECT_DOUBLE_EQ(s.full_bisection.bytes_per_sec(), s.bisection.bytes_per_sec());
 }
 
 TEST(Bisection, OddNodeCountUsesTheSmallerHalf)
 {
   const auto s = leaf_spine(3, 1).summary();
-  EXPECT_DOUBLE_EQ(s.full_bisection.value(), 1 * 8 * kNic); // halves of 1 and 2 nodes
-  EXPECT_DOUBLE_EQ(s.bisection.value(), 1 * 8 * kNic);      // all 24 NICs share leaf 0: non-blocking
+  EXPECT_DOUBLE_EQ(s.full_bisection.bytes_per_sec(), 1 * 8 * kNic); // halves of 1 and 2 nodes
+  EXPECT_DOUBLE_EQ(s.bisection.bytes_per_sec(), 1 * 8 * kNic);      // all 24 NICs share leaf 0: non-blocking
 }
 
 TEST(Summary, CountsCablesAndOptics)
@@ -130,8 +130,8 @@ TEST(Summary, SingleNodeHasNoFabric)
   EXPECT_EQ(s.cables, 0U);
   EXPECT_EQ(s.optics, 0U);
   EXPECT_TRUE(s.switches_by_tier.empty());
-  EXPECT_EQ(s.bisection.value(), 0.0);
-  EXPECT_EQ(s.full_bisection.value(), 0.0);
+  EXPECT_EQ(s.bisection.bytes_per_sec(), 0.0);
+  EXPECT_EQ(s.full_bisection.bytes_per_sec(), 0.0);
 }
 
 TEST(Dot, DeterministicWithOneEdgePerCable)

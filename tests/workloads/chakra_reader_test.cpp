@@ -135,8 +135,8 @@ TEST(ChakraReader, MicrobenchAllReduceHasOneAllReducePerRank)
     const Op& op = g.op(0);
     EXPECT_EQ(op.collective(), CollectiveKind::AllReduce);
     // README: comm_size 1,048,576 bytes = 1 MiB; Chakra's comm_size is used as the nccl-tests size unchanged.
-    EXPECT_DOUBLE_EQ(op.bytes.value(), static_cast<double>(int_attr(d.nodes[0], "comm_size")));
-    EXPECT_DOUBLE_EQ(op.bytes.value(), 1024.0 * 1024.0);
+    EXPECT_DOUBLE_EQ(op.bytes.bytes(), static_cast<double>(int_attr(d.nodes[0], "comm_size")));
+    EXPECT_DOUBLE_EQ(op.bytes.bytes(), 1024.0 * 1024.0);
     EXPECT_EQ(w.communicators[w.communicator_of(r, op)].ranks.size(), 8u); // no pg_name: the world
   }
 }
@@ -167,7 +167,7 @@ TEST(ChakraReader, CustomRingHasSendsRecvsAndComputes)
         EXPECT_EQ(w.peer_global_rank(r, op), (r + 7) % 8); // receive from the left
       }
       if (op.kind != OpKind::Compute) {
-        EXPECT_DOUBLE_EQ(op.bytes.value(), 1024.0 * 1024.0 / 8.0); // 1 MiB split into 8 chunks = 131,072
+        EXPECT_DOUBLE_EQ(op.bytes.bytes(), 1024.0 * 1024.0 / 8.0); // 1 MiB split into 8 chunks = 131,072
       }
     }
   }
@@ -191,7 +191,7 @@ TEST(ChakraReader, T3dUsesCommGroupsFromJson)
       const Op& op = g.op(i);
       if (op.kind == OpKind::Compute) {
         ASSERT_TRUE(g.measured_duration(i));
-        EXPECT_DOUBLE_EQ(g.measured_duration(i)->value(), 100e-6); // duration_micros 100
+        EXPECT_DOUBLE_EQ(g.measured_duration(i)->seconds(), 100e-6); // duration_micros 100
         continue;
       }
       const Communicator& comm = w.communicators[w.communicator_of(r, op)];
@@ -370,7 +370,7 @@ TEST(ChakraNumbers, IntegersNoIntHoldsAreRefusedAtTheirNode)
     attr(d.nodes.back(), "comm_size")->set_int64_val(1048576);
     t.write("t.0.et", encode(d));
     const Workload w = read_chakra((t.dir / "t").string());
-    EXPECT_DOUBLE_EQ(w.graph_of(0).op(0).bytes.value(), 1048576.0);
+    EXPECT_DOUBLE_EQ(w.graph_of(0).op(0).bytes.bytes(), 1048576.0);
   }
   auto node = one_collective(ChakraProtoMsg::ALL_REDUCE);
   attr(node, "comm_size")->set_uint64_val(18446744073709551615ULL); // 2^64 - 1

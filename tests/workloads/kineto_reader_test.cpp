@@ -166,10 +166,10 @@ TEST(KinetoReader, DlrmArchiveHasFiveAllToAllAndThreeAllReducePerRank)
     std::vector<double> got;
     for (const Op& op : g.ops())
       if (op.kind == OpKind::Collective && op.collective() == CollectiveKind::AllReduce)
-        got.push_back(op.bytes.value());
+        got.push_back(op.bytes.bytes());
     EXPECT_EQ(got, want) << "rank " << rank;
     ASSERT_TRUE(g.measured_span());
-    EXPECT_GT(g.measured_span()->value(), 0.0);
+    EXPECT_GT(g.measured_span()->seconds(), 0.0);
   }
 }
 
@@ -198,7 +198,7 @@ TEST(KinetoReader, HtaNcclDataUsesKernelArgs)
     want.push_back(bytes);
   std::vector<double> got;
   for (const Op& op : g.ops())
-    if (op.kind == OpKind::Collective) got.push_back(op.bytes.value());
+    if (op.kind == OpKind::Collective) got.push_back(op.bytes.bytes());
   EXPECT_EQ(got, want);
   const Op* first = nullptr;
   for (const Op& op : g.ops())
@@ -243,14 +243,14 @@ TEST(KinetoReader, StreamsFollowTimestampsAndCrossStreamOrder)
   const RankGraph& g = w.graph_of(0);
   std::map<StreamId, double> last_start;
   for (OpId i = 0; i < g.size(); ++i) {
-    double s = g.measured_start(i)->value();
+    double s = g.measured_start(i)->seconds();
     StreamId st = g.op(i).stream;
     if (last_start.count(st)) {
       EXPECT_GE(s, last_start[st]); // ops of one stream in timestamp order
     }
     last_start[st] = s;
     for (OpId d : g.deps(i)) // an inferred dependency ended before the op started
-      EXPECT_LE(g.measured_start(d)->value() + g.measured_duration(d)->value(), s + 1e-12);
+      EXPECT_LE(g.measured_start(d)->seconds() + g.measured_duration(d)->seconds(), s + 1e-12);
   }
   EXPECT_GE(g.stream_labels().size(), 3u); // compute, NCCL and copy streams (7, 84, 22/24 in the trace)
 }

@@ -196,12 +196,12 @@ TEST(AstraSim1Reader, ComputeTimesInTicksAndBlockingOrder)
   const RankGraph& g = w.graph_of(0);
   // Line 3: layer_64_1_mlp0 -1 32291 ALLGATHER 37632 ...: 32,291 cycles at 1 GHz.
   ASSERT_EQ(g.name(0), "layer_64_1_mlp0 fwd");
-  EXPECT_DOUBLE_EQ(g.measured_duration(0)->value(), 32291e-9);
+  EXPECT_DOUBLE_EQ(g.measured_duration(0)->seconds(), 32291e-9);
   EXPECT_EQ(g.source_id(0), 3u);
   // The fwd all-gather is blocking: the next layer's forward compute depends on it.
   ASSERT_EQ(g.name(1), "layer_64_1_mlp0 fwd comm");
   EXPECT_EQ(g.op(1).collective(), CollectiveKind::AllGather);
-  EXPECT_DOUBLE_EQ(g.op(1).bytes.value(), 37632);
+  EXPECT_DOUBLE_EQ(g.op(1).bytes.bytes(), 37632);
   ASSERT_EQ(g.name(2), "layer_64_1_mlp1 fwd");
   ASSERT_EQ(g.deps(2).size(), 1u);
   EXPECT_EQ(g.deps(2)[0], 1u);
@@ -289,7 +289,7 @@ TEST(SimAiReader, EveryAicbFileLoads)
   // Two TP=8 all-reduces of 16 MiB and 64 MiB.
   std::vector<double> sizes;
   for (const Op& op : micro.graph_of(0).ops())
-    if (op.kind == OpKind::Collective) sizes.push_back(op.bytes.value());
+    if (op.kind == OpKind::Collective) sizes.push_back(op.bytes.bytes());
   EXPECT_EQ(sizes, (std::vector<double>{16.0 * (1 << 20), 64.0 * (1 << 20)}));
 }
 
@@ -382,7 +382,7 @@ TEST(AicbPhysicalReader, EveryCsvLoadsWithItsRowsAsCollectives)
     for (OpId i = 0; i < g.size(); ++i) {
       const Op& op = g.op(i);
       ASSERT_EQ(op.kind, OpKind::Collective);
-      got.push_back(op.bytes.value());
+      got.push_back(op.bytes.bytes());
       const Communicator& c = w.communicators[w.communicator_of(77, op)];
       if (c.kind == GroupKind::TP) {
         EXPECT_EQ(c.ranks.size(), group_size["CommGroup.tp_group"]) << path;
@@ -426,7 +426,7 @@ TEST(AicbPhysicalReader, CrLfAndQuotedFieldsReadAsThePlainFile)
   ASSERT_EQ(gb.size(), ga.size());
   ASSERT_EQ(ga.size(), 3u); // one all-reduce, two all-gathers (count 2)
   for (OpId i = 0; i < ga.size(); ++i) {
-    EXPECT_EQ(gb.op(i).bytes.value(), ga.op(i).bytes.value());
+    EXPECT_EQ(gb.op(i).bytes.bytes(), ga.op(i).bytes.bytes());
     EXPECT_EQ(b.communicators[b.communicator_of(3, gb.op(i))].ranks,
               a.communicators[a.communicator_of(3, ga.op(i))].ranks);
   }

@@ -80,8 +80,8 @@ TEST(OpGraph, MeasuredTimesAreOptional)
   RankGraph g = b.finish();
   EXPECT_FALSE(g.measured_duration(a));
   ASSERT_TRUE(g.measured_duration(c));
-  EXPECT_DOUBLE_EQ(g.measured_duration(c)->value(), 2e-6);
-  EXPECT_DOUBLE_EQ(g.measured_start(c)->value(), 5e-6);
+  EXPECT_DOUBLE_EQ(g.measured_duration(c)->seconds(), 2e-6);
+  EXPECT_DOUBLE_EQ(g.measured_start(c)->seconds(), 5e-6);
   EXPECT_FALSE(g.measured_duration(d));
 }
 

@@ -73,7 +73,7 @@ TEST(KinetoNumbers, TheBaseTraceIsReadWithItsMeasuredKernel)
   const Workload w = read_kineto({f.path.string()});
   ASSERT_EQ(w.world_size(), 1);
   ASSERT_EQ(w.graph_of(0).size(), 1U); // the kernel; CPU ops are not GPU work
-  EXPECT_DOUBLE_EQ(w.graph_of(0).measured_duration(0)->value(), 50e-6);
+  EXPECT_DOUBLE_EQ(w.graph_of(0).measured_duration(0)->seconds(), 50e-6);
 }
 
 TEST(KinetoNumbers, FilesThatAreNotKinetoTracesAreRefused)

@@ -443,8 +443,8 @@ TEST(Generator, MemoryBoundKernelsOfALayerMoveTheirTensors)
   for (OpId i = 0; i < g.size(); ++i) {
     const Op& op = g.op(i);
     if (op.kind != OpKind::Compute || op.flops > 0) continue;
-    if (g.name(i).rfind("L0 fwd ", 0) == 0) fwd += op.bytes.value();
-    if (g.name(i).rfind("L0 bwd ", 0) == 0) bwd += op.bytes.value();
+    if (g.name(i).rfind("L0 fwd ", 0) == 0) fwd += op.bytes.bytes();
+    if (g.name(i).rfind("L0 bwd ", 0) == 0) bwd += op.bytes.bytes();
   }
   const double sbh = 128.0 * 2 * 256, as2b = 8.0 * 128 * 128 * 2;
   EXPECT_DOUBLE_EQ(fwd, 54 * sbh + 9 * as2b);

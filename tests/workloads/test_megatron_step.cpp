@@ -38,7 +38,7 @@ std::pair<double, int> bytes_of(const Workload& w, int rank, const std::string& 
   std::pair<double, int> out{0, 0};
   for (OpId i = 0; i < g.size(); ++i)
     if (g.op(i).kind == OpKind::Compute && g.name(i) == name) {
-      out.first += g.op(i).bytes.value();
+      out.first += g.op(i).bytes.bytes();
       ++out.second;
     }
   return out;
@@ -116,7 +116,7 @@ TEST(MegatronStep, TiedEmbeddingsShareTheMatrixAndAllReduceItsGradientAcrossTheE
       ASSERT_EQ(ar.size(), 1u) << "stage " << stage;
       const Op& op = w.graph_of(rank).op(ar[0]);
       EXPECT_EQ(op.collective(), CollectiveKind::AllReduce);
-      EXPECT_DOUBLE_EQ(op.bytes.value(), 4 * V * h / tp);
+      EXPECT_DOUBLE_EQ(op.bytes.bytes(), 4 * V * h / tp);
       const Communicator& comm = w.communicators[w.communicator_of(rank, op)];
       EXPECT_EQ(std::set<int>(comm.ranks.begin(), comm.ranks.end()),
                 (std::set<int>{L.rank(t, 0, 0, 0), L.rank(t, 0, 0, 3)}));
@@ -143,7 +143,7 @@ TEST(MegatronStep, ScatterGatherSplitsPipelineTransfersAcrossTensorParallelRanks
       int sends = 0;
       for (const Op& op : w.graph_of(rank).ops())
         if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-          EXPECT_DOUBLE_EQ(op.bytes.value(), send_bytes) << "sp " << sp << " scatter " << scatter;
+          EXPECT_DOUBLE_EQ(op.bytes.bytes(), send_bytes) << "sp " << sp << " scatter " << scatter;
           sends += op.kind == OpKind::Send;
         }
       EXPECT_EQ(sends, m);
@@ -153,7 +153,7 @@ TEST(MegatronStep, ScatterGatherSplitsPipelineTransfersAcrossTensorParallelRanks
     EXPECT_EQ(static_cast<int>(g_first.size()), gathers) << "sp " << sp << " scatter " << scatter;
     EXPECT_EQ(static_cast<int>(g_last.size()), gathers);
     for (OpId id : g_first)
-      EXPECT_DOUBLE_EQ(w.graph_of(first).op(id).bytes.value(), b * s * h * E);
+      EXPECT_DOUBLE_EQ(w.graph_of(first).op(id).bytes.bytes(), b * s * h * E);
   };
   check(false, true, b * s * h * E / tp, m);
   check(false, false, b * s * h * E, 0);
@@ -201,7 +201,7 @@ TEST(MegatronStep, SequenceParallelLayernormGradientsAreAllReducedOverTensorPara
     ASSERT_EQ(ar.size(), 1u);
     const Op& op = w.graph_of(rank).op(ar[0]);
     EXPECT_EQ(w.communicators[w.communicator_of(rank, op)].kind, GroupKind::TP);
-    EXPECT_DOUBLE_EQ(op.bytes.value(), 4 * (4 * h * layers + (stage == 1 ? 2 * h : 0)));
+    EXPECT_DOUBLE_EQ(op.bytes.bytes(), 4 * (4 * h * layers + (stage == 1 ? 2 * h : 0)));
   }
   c.parallel.sequence_parallel = false;
   EXPECT_TRUE(collectives_named(generate_megatron(c, 8), 0, "layernorm grads tp all-reduce").empty());

@@ -82,7 +82,7 @@ namespace {
 
 std::optional<SpecProblem> check_bandwidth(const char* field, BytesPerSec v)
 {
-  if (std::isfinite(v.value()) && v.value() > 0) return std::nullopt;
+  if (std::isfinite(v.bytes_per_sec()) && v.bytes_per_sec() > 0) return std::nullopt;
   return SpecProblem{field,
                      fmt::format("a bandwidth must be a finite number greater than zero (got {})", format_bandwidth(v)),
                      "write a positive bandwidth with its unit, such as '400 Gb/s' or '50 GB/s'"};
@@ -90,7 +90,7 @@ std::optional<SpecProblem> check_bandwidth(const char* field, BytesPerSec v)
 
 std::optional<SpecProblem> check_latency(const char* field, Seconds v)
 {
-  if (std::isfinite(v.value()) && v.value() >= 0) return std::nullopt;
+  if (std::isfinite(v.seconds()) && v.seconds() >= 0) return std::nullopt;
   return SpecProblem{field, fmt::format("a latency must be zero or more (got {})", format_seconds(v)),
                      "write a non-negative time with its unit, such as '1 us'"};
 }

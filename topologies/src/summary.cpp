@@ -104,7 +104,7 @@ TopologySummary Topology::summary() const
     long long total = 1;
     for (LinkId id = 0; id < num_links(); ++id)
       if (is_fabric(link(id).kind)) {
-        const long long capacity = std::llround(link(id).bandwidth.value());
+        const long long capacity = std::llround(link(id).bandwidth.bytes_per_sec());
         net.add_arc(link_source(id), link_target(id), capacity);
         total += capacity;
       }
@@ -126,7 +126,7 @@ TopologySummary Topology::summary() const
     BytesPerSec up{0};
     for (std::size_t k = up_begin_[0]; k < up_begin_[1]; ++k)
       up += link(up_links_[k]).bandwidth;
-    if (up.value() > 0)
+    if (up.bytes_per_sec() > 0)
       s.oversubscription = (spec_.nic_bandwidth * static_cast<double>(detail::leaf_downlink_ports(spec_))) / up;
   }
   return s;
@@ -175,9 +175,9 @@ nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySumma
   j["links"] = s.links;
   j["cables"] = s.cables;
   j["optics"] = s.optics;
-  j["nic_bandwidth_bytes_per_s"] = spec.nic_bandwidth.value();
-  j["bisection_bytes_per_s"] = s.bisection.value();
-  j["full_bisection_bytes_per_s"] = s.full_bisection.value();
+  j["nic_bandwidth_bytes_per_s"] = spec.nic_bandwidth.bytes_per_sec();
+  j["bisection_bytes_per_s"] = s.bisection.bytes_per_sec();
+  j["full_bisection_bytes_per_s"] = s.full_bisection.bytes_per_sec();
   j["oversubscription"] = s.oversubscription;
   return j;
 }

@@ -185,7 +185,7 @@ void RankGraphBuilder::set_measured(OpId op, std::optional<Seconds> start, std::
   auto put = [&](std::vector<double>& v, std::optional<Seconds> t) {
     if (!t) return;
     if (v.empty()) v.assign(graph_.ops_.size(), std::numeric_limits<double>::quiet_NaN());
-    v[op] = t->value();
+    v[op] = t->seconds();
   };
   put(graph_.measured_start_s_, start);
   put(graph_.measured_duration_s_, duration);
@@ -195,7 +195,7 @@ void RankGraphBuilder::set_issue_time(OpId op, Seconds at)
 {
   auto& v = graph_.issue_s_;
   if (v.empty()) v.assign(graph_.ops_.size(), std::numeric_limits<double>::quiet_NaN());
-  v[op] = at.value();
+  v[op] = at.seconds();
 }
 
 void RankGraphBuilder::set_gemm(OpId op, GemmShape shape)
@@ -339,9 +339,9 @@ void check_graph(const RankGraph& g, int rank, Problems& p)
 {
   const auto n = static_cast<OpId>(g.size());
   for (const auto& [what, t] : {std::pair{"measured span", g.measured_span()}, {"clock offset", g.clock_offset()}})
-    if (t && !(t->value() >= 0 && t->value() <= limits::kMaxSeconds))
+    if (t && !(t->seconds() >= 0 && t->seconds() <= limits::kMaxSeconds))
       p.add_global(g.source_file(), fmt::format("rank {}", rank),
-                   fmt::format("the trace's {} is {} s; it must be >= 0 and at most 1e6 s", what, t->value()),
+                   fmt::format("the trace's {} is {} s; it must be >= 0 and at most 1e6 s", what, t->seconds()),
                    "give the trace as it was recorded");
   for (OpId i = 0; i < n && !p.full(); ++i) {
     const Op& op = g.op(i);
@@ -350,21 +350,22 @@ void check_graph(const RankGraph& g, int rank, Problems& p)
         p.add(g, rank, i, fmt::format("depends on op id {} which does not exist (the program has {} ops)", d, n),
               "remove the dangling dependency or add the op it names");
     // The ranges of units.hpp (limits), whichever reader built the op: no size or time outside them reaches a model.
-    if (!(op.bytes.value() >= 0 && op.bytes.value() <= limits::kMaxBytes))
+    if (!(op.bytes.bytes() >= 0 && op.bytes.bytes() <= limits::kMaxBytes))
       p.add(g, rank, i,
-            fmt::format("size is {} bytes; sizes must be finite, >= 0 and at most 2^53 B (8 PiB)", op.bytes.value()),
+            fmt::format("size is {} bytes; sizes must be finite, >= 0 and at most 2^53 B (8 PiB)", op.bytes.bytes()),
             "give a non-negative size in bytes");
     if (op.flops < 0 || !std::isfinite(op.flops))
       p.add(g, rank, i, fmt::format("flops is {}; it must be finite and >= 0", op.flops), "give non-negative FLOPs");
-    if (auto d = g.measured_duration(i); d && !(d->value() >= 0 && d->value() <= limits::kMaxSeconds))
-      p.add(g, rank, i, fmt::format("measured duration is {} s; it must be >= 0 and at most 1e6 s", d->value()),
+    if (auto d = g.measured_duration(i); d && !(d->seconds() >= 0 && d->seconds() <= limits::kMaxSeconds))
+      p.add(g, rank, i, fmt::format("measured duration is {} s; it must be >= 0 and at most 1e6 s", d->seconds()),
             "give a non-negative duration");
-    if (auto t = g.measured_start(i); t && !(std::abs(t->value()) <= limits::kMaxSeconds))
+    if (auto t = g.measured_start(i); t && !(std::abs(t->seconds()) <= limits::kMaxSeconds))
       p.add(g, rank, i,
-            fmt::format("measured start is {} s from the trace's origin; it must be within 1e6 s", t->value()),
+            fmt::format("measured start is {} s from the trace's origin; it must be within 1e6 s", t->seconds()),
             "give the trace as it was recorded");
-    if (auto t = g.issue_time(i); t && !(std::abs(t->value()) <= limits::kMaxSeconds))
-      p.add(g, rank, i, fmt::format("issue time is {} s from the trace's origin; it must be within 1e6 s", t->value()),
+    if (auto t = g.issue_time(i); t && !(std::abs(t->seconds()) <= limits::kMaxSeconds))
+      p.add(g, rank, i,
+            fmt::format("issue time is {} s from the trace's origin; it must be within 1e6 s", t->seconds()),
             "give the trace as it was recorded");
     if (auto gm = g.gemm(i)) {
       // A kernel model times a GEMM by its shape: the shape must be the op's work.
@@ -574,7 +575,7 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
                 "give the root's rank within the communicator");
           continue;
         }
-        if (me == 0) reference[c].push_back(CollectiveSig{k, op.bytes.value(), rooted ? op.peer : -1, r, i});
+        if (me == 0) reference[c].push_back(CollectiveSig{k, op.bytes.bytes(), rooted ? op.peer : -1, r, i});
       } else {
         if (op.peer < 0 || op.peer >= size || op.peer == me) {
           p.add(g, r, i,
@@ -615,7 +616,7 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
       const Communicator& comm = w.communicators[c];
       std::size_t k = next[slot]++;
       bool rooted = op.collective() == CollectiveKind::Broadcast || op.collective() == CollectiveKind::Reduce;
-      CollectiveSig mine{op.collective(), op.bytes.value(), rooted ? op.peer : -1, r, i};
+      CollectiveSig mine{op.collective(), op.bytes.bytes(), rooted ? op.peer : -1, r, i};
       if (k >= ref.size()) {
         disagree(c, r, g, i,
                  fmt::format("collective #{} on communicator '{}' ({}) has no counterpart: rank {} ({}) issues only {}",
@@ -659,8 +660,8 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
     for (std::size_t k = 0; k < both && !p.full(); ++k) {
       const RankGraph& gs = w.graph_of(sends[k].first);
       const RankGraph& gr = w.graph_of(recvs[k].first);
-      double bs = gs.op(sends[k].second).bytes.value();
-      double br = gr.op(recvs[k].second).bytes.value();
+      double bs = gs.op(sends[k].second).bytes.bytes();
+      double br = gr.op(recvs[k].second).bytes.bytes();
       if (bs != br) {
         p.add(gr, dst, recvs[k].second,
               fmt::format("receive #{} from rank {} (tag {}) expects {} bytes but the send ({} {}) has {}", k + 1, src,

@@ -99,12 +99,12 @@ void check(const DcqcnParams& p, const Locate& at)
   auto fail = [&](std::string_view field, const std::string& rule, const std::string& fix) {
     throw InputError(at(field), rule, fix);
   };
-  if (p.k_min.value() < 0)
-    fail("k_min", fmt::format("k_min = {} B is negative", p.k_min.value()), "give a queue depth of 0 or more");
+  if (p.k_min.bytes() < 0)
+    fail("k_min", fmt::format("k_min = {} B is negative", p.k_min.bytes()), "give a queue depth of 0 or more");
   if (p.k_min > p.k_max)
     fail("k_max",
-         fmt::format("ECN thresholds out of order: k_min = {} B is above k_max = {} B", p.k_min.value(),
-                     p.k_max.value()),
+         fmt::format("ECN thresholds out of order: k_min = {} B is above k_max = {} B", p.k_min.bytes(),
+                     p.k_max.bytes()),
          "RED marks from k_min up to k_max, so k_min must not exceed k_max (the paper uses 5 KB and 200 KB)");
   if (!(p.p_max >= 0 && p.p_max <= 1))
     fail("p_max", fmt::format("p_max = {} is outside [0, 1]", p.p_max),
@@ -117,23 +117,23 @@ void check(const DcqcnParams& p, const Locate& at)
     fail("min_decrease_factor", fmt::format("min_decrease_factor = {} is outside [0, 1]", p.min_decrease_factor),
          "give the smallest fraction of the rate one cut keeps, e.g. 0.5");
   auto positive_time = [&](std::string_view field, Seconds t) {
-    if (!(t.value() > 0))
+    if (!(t.seconds() > 0))
       fail(field, fmt::format("{} must be a positive time", field), "give a time with its unit, e.g. '55 us'");
   };
   positive_time("alpha_period", p.alpha_period);
   positive_time("increase_timer", p.increase_timer);
-  if (p.cnp_interval.value() < 0)
+  if (p.cnp_interval.seconds() < 0)
     fail("cnp_interval", "cnp_interval is negative", "give 0 or a time such as '50 us'");
-  if (p.rate_reduce_interval.value() < 0)
+  if (p.rate_reduce_interval.seconds() < 0)
     fail("rate_reduce_interval", "rate_reduce_interval is negative", "give 0 or a time such as '4 us'");
-  if (!(p.byte_counter.value() > 0))
+  if (!(p.byte_counter.bytes() > 0))
     fail("byte_counter", "byte_counter must be positive", "give a size such as '10 MB'");
   if (p.fast_recovery_steps < 0)
     fail("fast_recovery_steps", "fast_recovery_steps is negative", "give a count such as 5");
   for (auto [field, rate] : {std::pair<std::string_view, BytesPerSec>{"rate_ai", p.rate_ai},
                              {"rate_hai", p.rate_hai},
                              {"min_rate", p.min_rate}})
-    if (!(rate.value() > 0))
+    if (!(rate.bytes_per_sec() > 0))
       fail(field, fmt::format("{} must be a positive rate", field), "give a rate with its unit, e.g. '40 Mb/s'");
 }
 
@@ -238,18 +238,18 @@ DcqcnParams parse_dcqcn(const YamlNode& node)
 
 double marking_probability(const DcqcnParams& p, Bytes queue)
 {
-  const double q = queue.value();
-  if (q <= p.k_min.value())
+  const double q = queue.bytes();
+  if (q <= p.k_min.bytes())
     return 0.0;
-  if (q > p.k_max.value())
+  if (q > p.k_max.bytes())
     return 1.0;
-  const double span = p.k_max.value() - p.k_min.value();
-  return span > 0 ? p.p_max * (q - p.k_min.value()) / span : 1.0;
+  const double span = p.k_max.bytes() - p.k_min.bytes();
+  return span > 0 ? p.p_max * (q - p.k_min.bytes()) / span : 1.0;
 }
 
 ReactionPoint::ReactionPoint(const DcqcnParams& p, BytesPerSec line_rate, Seconds now)
-    : line_(line_rate.value()), rc_(line_rate.value()), rt_(line_rate.value()), alpha_(p.initial_alpha),
-      alpha_epoch_(now.value()), timer_next_(now.value() + p.increase_timer.value())
+    : line_(line_rate.bytes_per_sec()), rc_(line_rate.bytes_per_sec()), rt_(line_rate.bytes_per_sec()),
+      alpha_(p.initial_alpha), alpha_epoch_(now.seconds()), timer_next_(now.seconds() + p.increase_timer.seconds())
 {
 }
 
@@ -257,7 +257,7 @@ void ReactionPoint::catch_up_alpha(const DcqcnParams& p, double now)
 {
   // alpha <- (1 - g) alpha + g F at the end of every period, F = 1 if a CNP arrived in it: the first period ending
   // now may have seen one, the later ones did not, so they decay in closed form.
-  const double k = p.alpha_period.value();
+  const double k = p.alpha_period.seconds();
   if (now < alpha_epoch_ + k)
     return;
   const double periods = std::floor((now - alpha_epoch_) / k);
@@ -274,11 +274,11 @@ void ReactionPoint::decrease(const DcqcnParams& p, double now)
     rt_ = rc_;
   double cut = rc_ * (1 - alpha_ / 2);
   cut = std::max(cut, rc_ * p.min_decrease_factor);
-  rc_ = std::min(rc_, std::max(cut, p.min_rate.value()));
+  rc_ = std::min(rc_, std::max(cut, p.min_rate.bytes_per_sec()));
   timer_events_ = 0;
   byte_events_ = 0;
   bytes_acc_ = 0;
-  timer_next_ = now + p.increase_timer.value();
+  timer_next_ = now + p.increase_timer.seconds();
   last_decrease_ = now;
   decrease_held_ = false;
   ++decreases_;
@@ -294,9 +294,9 @@ void ReactionPoint::increase(const DcqcnParams& p)
   if (hi <= f) {
     // fast recovery: the target stays
   } else if (lo > f) {
-    rt_ += (lo - f) * p.rate_hai.value();
+    rt_ += (lo - f) * p.rate_hai.bytes_per_sec();
   } else {
-    rt_ += p.rate_ai.value();
+    rt_ += p.rate_ai.bytes_per_sec();
   }
   rt_ = std::min(rt_, line_);
   rc_ = std::min((rt_ + rc_) / 2, line_);
@@ -304,10 +304,10 @@ void ReactionPoint::increase(const DcqcnParams& p)
 
 bool ReactionPoint::on_cnp(const DcqcnParams& p, Seconds now)
 {
-  const double t = now.value();
+  const double t = now.seconds();
   catch_up_alpha(p, t);
   cnp_in_period_ = true;
-  if (t >= last_decrease_ + p.rate_reduce_interval.value()) {
+  if (t >= last_decrease_ + p.rate_reduce_interval.seconds()) {
     decrease(p, t);
     return true;
   }
@@ -317,15 +317,15 @@ bool ReactionPoint::on_cnp(const DcqcnParams& p, Seconds now)
 
 bool ReactionPoint::advance(const DcqcnParams& p, Seconds now, Bytes sent)
 {
-  const double t = now.value();
+  const double t = now.seconds();
   bool changed = false;
   catch_up_alpha(p, t);
-  if (decrease_held_ && t >= last_decrease_ + p.rate_reduce_interval.value()) {
+  if (decrease_held_ && t >= last_decrease_ + p.rate_reduce_interval.seconds()) {
     decrease(p, t);
     changed = true;
   }
-  bytes_acc_ += sent.value();
-  const double b = p.byte_counter.value();
+  bytes_acc_ += sent.bytes();
+  const double b = p.byte_counter.bytes();
   while (bytes_acc_ >= b) {
     bytes_acc_ -= b;
     ++byte_events_;
@@ -333,7 +333,7 @@ bool ReactionPoint::advance(const DcqcnParams& p, Seconds now, Bytes sent)
     changed = true;
   }
   while (timer_next_ <= t) {
-    timer_next_ += p.increase_timer.value();
+    timer_next_ += p.increase_timer.seconds();
     ++timer_events_;
     increase(p);
     changed = true;

@@ -38,21 +38,21 @@ void validate(const PfcParams& p, Bytes mtu, const InputLocation& where)
     return loc;
   };
   auto at_least_mtu = [&](const char* field, Bytes v, bool zero_ok) {
-    if (zero_ok && v.value() == 0)
+    if (zero_ok && v.bytes() == 0)
       return;
     if (v < mtu)
       throw InputError(at(field),
-                       fmt::format("PFC threshold {} = {} B is below one MTU ({} B)", field, v.value(), mtu.value()),
+                       fmt::format("PFC threshold {} = {} B is below one MTU ({} B)", field, v.bytes(), mtu.bytes()),
                        fmt::format("a pause threshold must hold at least one whole packet: give {} of {} B or more",
-                                   field, mtu.value()));
+                                   field, mtu.bytes()));
   };
   at_least_mtu("xoff", p.xoff, false);
   at_least_mtu("xon", p.xon, false);
   at_least_mtu("headroom", p.headroom, true);
   if (p.xon > p.xoff)
-    throw InputError(at("xon"), fmt::format("xon = {} B is above xoff = {} B", p.xon.value(), p.xoff.value()),
+    throw InputError(at("xon"), fmt::format("xon = {} B is above xoff = {} B", p.xon.bytes(), p.xoff.bytes()),
                      "resume (XON) must sit at or below pause (XOFF), e.g. XOFF - 2 MTU");
-  if (p.response_time.value() < 0)
+  if (p.response_time.seconds() < 0)
     throw InputError(at("response_time"), "response_time is negative", "give 0 or a time such as '0.1 us'");
   if (p.priority < 0 || p.priority > 7)
     throw InputError(at("priority"), fmt::format("priority {} is outside 0..7", p.priority),

@@ -12,17 +12,17 @@ namespace {
 std::vector<std::pair<std::string, std::string>> dcqcn_defaults(const DcqcnParams& p)
 {
   return {
-      {"k_min", fmt::format("{} B", p.k_min.value())},
-      {"k_max", fmt::format("{} B", p.k_max.value())},
+      {"k_min", fmt::format("{} B", p.k_min.bytes())},
+      {"k_max", fmt::format("{} B", p.k_max.bytes())},
       {"p_max", fmt::format("{}", p.p_max)},
-      {"cnp_interval", fmt::format("{} us", p.cnp_interval.value() * 1e6)},
+      {"cnp_interval", fmt::format("{} us", p.cnp_interval.seconds() * 1e6)},
       {"g", fmt::format("{}", p.g)},
-      {"alpha_period", fmt::format("{} us", p.alpha_period.value() * 1e6)},
-      {"increase_timer", fmt::format("{} us", p.increase_timer.value() * 1e6)},
-      {"byte_counter", fmt::format("{} B", p.byte_counter.value())},
+      {"alpha_period", fmt::format("{} us", p.alpha_period.seconds() * 1e6)},
+      {"increase_timer", fmt::format("{} us", p.increase_timer.seconds() * 1e6)},
+      {"byte_counter", fmt::format("{} B", p.byte_counter.bytes())},
       {"fast_recovery_steps", fmt::format("{}", p.fast_recovery_steps)},
-      {"rate_ai", fmt::format("{} Mb/s", p.rate_ai.value() * 8 / 1e6)},
-      {"rate_hai", fmt::format("{} Mb/s", p.rate_hai.value() * 8 / 1e6)},
+      {"rate_ai", fmt::format("{} Mb/s", p.rate_ai.bytes_per_sec() * 8 / 1e6)},
+      {"rate_hai", fmt::format("{} Mb/s", p.rate_hai.bytes_per_sec() * 8 / 1e6)},
   };
 }
 
@@ -56,7 +56,7 @@ std::vector<CcModelInfo> build()
                  "upstream egress of that priority is paused after the cable latency plus response time, below XON "
                  "it resumes; headroom = rate x (2 latency + response) + 2 MTU absorbs what is in flight",
                  "IEEE 802.1Qbb Priority-based Flow Control",
-                 {{"xoff", fmt::format("{} B", pfc.xoff.value())},
+                 {{"xoff", fmt::format("{} B", pfc.xoff.bytes())},
                   {"xon", "xoff - 2 MTU"},
                   {"headroom", "computed per link"},
                   {"priority", fmt::format("{}", pfc.priority)}}});

@@ -1,22 +1,45 @@
-// Units live in types: Bytes, Seconds, BytesPerSec. SimGrid speaks plain doubles (bytes, seconds, bytes per
-// second); convert with .value() in exactly one adapter (sim/src/simgrid_platform.cpp), nowhere else.
+// Units live in types: Bytes, Seconds, BytesPerSec. Where a formula or a library (SimGrid, a CSV column, JSON) needs
+// the raw number, a named conversion says its unit: `b.bytes()`, `t.seconds()`, `r.bytes_per_sec()`; there is no
+// unit-less accessor.
 //
 // Decimal and binary prefixes are both spelled out: 1 GB = 1e9 bytes, 1 GiB = 2^30 bytes, 1 Gb/s = 1.25e8 B/s.
 #pragma once
 
 #include <cmath>
 #include <compare>
+#include <concepts>
 #include <cstdint>
 #include <string>
 
 namespace railyard {
+
+struct BytesTag {};
+struct SecondsTag {};
+struct BytesPerSecTag {};
 
 template <class Tag>
 class Quantity {
 public:
   constexpr Quantity() = default;
   constexpr explicit Quantity(double v) : v_(v) {}
-  [[nodiscard]] constexpr double value() const { return v_; }
+  /// Bytes as a number of bytes.
+  [[nodiscard]] constexpr double bytes() const
+    requires std::same_as<Tag, BytesTag>
+  {
+    return v_;
+  }
+  /// Seconds as a number of seconds.
+  [[nodiscard]] constexpr double seconds() const
+    requires std::same_as<Tag, SecondsTag>
+  {
+    return v_;
+  }
+  /// A rate as bytes per second.
+  [[nodiscard]] constexpr double bytes_per_sec() const
+    requires std::same_as<Tag, BytesPerSecTag>
+  {
+    return v_;
+  }
 
   constexpr Quantity& operator+=(Quantity o)
   {
@@ -40,18 +63,14 @@ private:
   double v_ = 0.0;
 };
 
-struct BytesTag {};
-struct SecondsTag {};
-struct BytesPerSecTag {};
-
 using Bytes = Quantity<BytesTag>;
 using Seconds = Quantity<SecondsTag>;
 using BytesPerSec = Quantity<BytesPerSecTag>;
 
-constexpr Seconds operator/(Bytes b, BytesPerSec r) { return Seconds(b.value() / r.value()); }
-constexpr Bytes operator*(BytesPerSec r, Seconds t) { return Bytes(r.value() * t.value()); }
-constexpr Bytes operator*(Seconds t, BytesPerSec r) { return Bytes(r.value() * t.value()); }
-constexpr BytesPerSec operator/(Bytes b, Seconds t) { return BytesPerSec(b.value() / t.value()); }
+constexpr Seconds operator/(Bytes b, BytesPerSec r) { return Seconds(b.bytes() / r.bytes_per_sec()); }
+constexpr Bytes operator*(BytesPerSec r, Seconds t) { return Bytes(r.bytes_per_sec() * t.seconds()); }
+constexpr Bytes operator*(Seconds t, BytesPerSec r) { return Bytes(r.bytes_per_sec() * t.seconds()); }
+constexpr BytesPerSec operator/(Bytes b, Seconds t) { return BytesPerSec(b.bytes() / t.seconds()); }
 
 namespace units {
 constexpr double kKB = 1e3;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "railyard/common/hash.hpp"
+#include "railyard/common/slot_pool.hpp"
 
 #include <algorithm>
 #include <array>
@@ -36,13 +37,7 @@ public:
       } else {
         // A date may own several buckets (when the recent-date table forgot it): they run in creation order and only
         // the newest takes new events, so a date's events still run in posting order.
-        if (!free_.empty()) {
-          k = free_.back();
-          free_.pop_back();
-        } else {
-          buckets_.emplace_back();
-          k = static_cast<std::uint32_t>(buckets_.size() - 1);
-        }
+        k = buckets_.acquire();
         buckets_[k].t = t;
         buckets_[k].seq = ++seq_;
         heap_.push_back(Pending{t, seq_, k});
@@ -74,7 +69,7 @@ public:
     if (last_bucket_ == k) last_date_ = -kNever;
     buckets_[k].events.clear();
     buckets_[k].seq = 0;
-    free_.push_back(k);
+    buckets_.release(k);
   }
 
 private:
@@ -97,8 +92,7 @@ private:
     std::uint64_t seq = 0;
     std::uint32_t bucket = kNone;
   };
-  std::vector<Bucket> buckets_;
-  std::vector<std::uint32_t> free_;
+  SlotPool<Bucket> buckets_;
   std::vector<Pending> heap_; ///< min-heap of buckets by (date, creation order)
   std::uint64_t seq_ = 0;
   std::array<RecentDate, 256> recent_{}; ///< the newest bucket of recently used dates, by a hash of the date
