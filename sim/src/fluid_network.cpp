@@ -62,8 +62,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     l.latency = topo_.link(id).latency.seconds();
     const auto& from = topo_.vertex(topo_.link_source(id));
     const auto& to = topo_.vertex(topo_.link_target(id));
-    const bool from_switch = from.kind == topo::VertexKind::Leaf || from.kind == topo::VertexKind::Spine ||
-                             from.kind == topo::VertexKind::Core;
+    const bool from_switch = topo::is_fabric_switch(from.kind);
     // Only switch egress ports queue: NVLink and PCIe are credit-based and a NIC paces its own QPs.
     l.queued = queues_ && from_switch;
     // Up*/down* paths visit egress ports in this order: up by source tier, then down by target tier.
@@ -82,7 +81,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
   if (cfg_.pfc.enabled)
     for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
       const auto& to = topo_.vertex(topo_.link_target(id));
-      if (to.kind == topo::VertexKind::Leaf || to.kind == topo::VertexKind::Spine || to.kind == topo::VertexKind::Core)
+      if (topo::is_fabric_switch(to.kind))
         step_ = std::min(step_, links_[id].latency + cfg_.pfc.response_time.seconds());
     }
   report_.stats.links.resize(links_.size());
@@ -95,8 +94,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
     info.kind = topo::to_string(topo_.link(id).kind);
     info.capacity = topo_.link(id).bandwidth.bytes_per_sec();
     info.from = static_cast<std::uint32_t>(topo_.link_source(id));
-    info.from_switch = from.kind == topo::VertexKind::Leaf || from.kind == topo::VertexKind::Spine ||
-                       from.kind == topo::VertexKind::Core;
+    info.from_switch = topo::is_fabric_switch(from.kind);
     info.up = to.tier > from.tier;
   }
 }

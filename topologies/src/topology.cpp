@@ -26,11 +26,6 @@ int pick(std::uint64_t hash, int n)
   return static_cast<int>((static_cast<unsigned __int128>(hash) * static_cast<unsigned>(n)) >> 64);
 }
 
-bool is_switch(VertexKind k)
-{
-  return k == VertexKind::Leaf || k == VertexKind::Spine || k == VertexKind::Core;
-}
-
 constexpr std::size_t kNoVertex = std::numeric_limits<std::size_t>::max();
 
 } // namespace
@@ -76,7 +71,7 @@ void Topology::build_tables()
   switch_vertices_.clear();
   for (int tier = 1; tier <= 3; ++tier)
     for (VertexId v = 0; v < nv; ++v)
-      if (is_switch(graph_[v].kind) && graph_[v].tier == tier) {
+      if (is_fabric_switch(graph_[v].kind) && graph_[v].tier == tier) {
         switch_of_vertex_[v] = static_cast<int>(switch_vertices_.size());
         switch_vertices_.push_back(v);
       }

@@ -17,6 +17,11 @@ namespace railyard::topo {
 
 enum class ClusterKind { SingleNode, FatTree, RailOptimized, RailOnly };
 enum class VertexKind { Gpu, Nic, NvSwitch, Leaf, Spine, Core };
+/// A switch of the scale-out fabric (leaf, spine, core): its egress ports queue (NVSwitch ports are credit-based).
+[[nodiscard]] constexpr bool is_fabric_switch(VertexKind k)
+{
+  return k == VertexKind::Leaf || k == VertexKind::Spine || k == VertexKind::Core;
+}
 enum class LinkKind { NvLink, Pcie, NicLeaf, LeafSpine, SpineCore };
 
 std::string to_string(ClusterKind k);
