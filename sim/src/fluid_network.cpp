@@ -393,7 +393,7 @@ void Net::push(double t, EventKind kind, std::uint32_t a, std::uint32_t b)
 
 double Net::next_time() const
 {
-  return calendar_.next_date();
+  return std::min(calendar_.next_date(), sample_next_);
 }
 
 void Net::arm(double t)
@@ -458,24 +458,37 @@ void Net::process(double t)
 
 void Net::process_date(double t)
 {
-  if (queues_) advance_queues(t);
+  // The queues integrate up to a date where something happens to the flows. A date that only samples the links does
+  // not move them (its samples hold the queues as of their last step): what is recorded, and how often, never changes
+  // the queue model's steps, and so never what is simulated. Samples are therefore not calendar events.
+  const bool physical = calendar_.next_date() <= t || !pending_.empty() || !dirty_.empty() || !lonely_dirty_.empty();
+  if (queues_ && physical) advance_queues(t);
   while (true) {
-    while (next_time() <= t) {
+    while (calendar_.next_date() <= t) {
       // The earliest date's events, in posting order; what they post at the same date runs after them.
       calendar_.run_next([&](const Event& e) { dispatch(e, t); });
     }
     if (!pending_.empty()) start_pending(t);
     if (!dirty_.empty() || !lonely_dirty_.empty()) resolve(t);
-    if (next_time() > t) break;
+    if (calendar_.next_date() > t) break;
+  }
+  // A sample is taken once the queues have been integrated to its date: at the sample time itself without queues
+  // running, else at the first date they reach (a step's end), so every interval holds whole queue steps and no link
+  // shows more bytes than its capacity allows.
+  if (sample_next_ <= t) {
+    sample_next_ = kInf;
+    sample_due_ = true;
+  }
+  if (sample_due_ && (!queues_ || fabric_flows_ == 0 || queue_t_ >= t)) {
+    sample_due_ = false;
+    flush_samples(t);
   }
   if (queues_ && fabric_flows_ > 0 && !step_scheduled_) {
     step_scheduled_ = true;
     push(queue_t_ + step_, EventKind::Step, 0, 0);
   }
-  if (cfg_.record_links && !sample_scheduled_ && active_flows_ > 0) {
-    sample_scheduled_ = true;
-    push(sample_t_ + cfg_.sample_interval.seconds(), EventKind::Sample, 0, 0);
-  }
+  if (cfg_.record_links && sample_next_ == kInf && !sample_due_ && active_flows_ > 0)
+    sample_next_ = sample_t_ + cfg_.sample_interval.seconds();
 }
 
 void Net::dispatch(const Event& e, double now)
@@ -497,10 +510,6 @@ void Net::dispatch(const Event& e, double now)
     break;
   case EventKind::Step:
     step_scheduled_ = false;
-    break;
-  case EventKind::Sample:
-    sample_scheduled_ = false;
-    flush_samples(e.t);
     break;
   case EventKind::Cnp:
     on_cnp(e.a, e.b, e.t);

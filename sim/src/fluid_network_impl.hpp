@@ -28,7 +28,7 @@ constexpr std::uint32_t kNone = 0xffffffffU;
 constexpr int kMaxHops = 12;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-enum class EventKind : std::uint8_t { FlowEnd, Arrival, Timer, ClientTimer, Step, Sample, Cnp, PauseOn, PauseOff };
+enum class EventKind : std::uint8_t { FlowEnd, Arrival, Timer, ClientTimer, Step, Cnp, PauseOn, PauseOff };
 
 /// An event of the network's calendar (event_calendar.hpp: date order, then posting order).
 struct Event {
@@ -476,7 +476,8 @@ private:
   // sampling
   std::vector<std::uint32_t> touched_;
   double sample_t_ = 0;
-  bool sample_scheduled_ = false;
+  double sample_next_ = kInf; ///< when links are sampled next (not a calendar event: process_date); kInf: not due
+  bool sample_due_ = false;   ///< the sample time has passed; taken once the queues have been integrated to a date
 };
 
 } // namespace railyard::sim::fluid
