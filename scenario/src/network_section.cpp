@@ -12,7 +12,7 @@ namespace railyard::scenario {
 
 using namespace railyard::sim; // the simulator this layer drives
 
-void parse_network(const YamlNode& net, SimulationConfig& config)
+void parse_network(const YamlNode& net, SimulationConfig& config, RecordChoice& records)
 {
   net.expect_keys({"backend", "pxn", "time_precision", "ecmp", "qps_per_connection", "spray_max_paths", "cc", "dcqcn",
                    "pfc", "mtu", "time_step", "outputs"});
@@ -95,8 +95,20 @@ void parse_network(const YamlNode& net, SimulationConfig& config)
   }
   if (auto o = net.get("outputs")) {
     o->expect_keys({"flows", "links", "sample_interval"});
-    f.record_flows = o->bool_or("flows", true);
-    f.record_links = o->bool_or("links", true);
+    auto choice = [&](std::string_view key) {
+      const auto v = o->get(key);
+      if (!v) return Record::Auto;
+      const std::string s = v->as_string();
+      if (s == "auto") return Record::Auto;
+      if (s == "true") return Record::On;
+      if (s == "false") return Record::Off;
+      v->fail(fmt::format("{} = '{}' is not true, false or auto", key, s),
+              fmt::format("write '{}: true' to record every row, 'false' for none, or 'auto' (the default: recorded "
+                          "when the records fit 256 MiB)",
+                          key));
+    };
+    records.flows = choice("flows");
+    records.links = choice("links");
     if (auto s = o->get("sample_interval")) {
       f.sample_interval = s->as_seconds();
       // links.csv holds a row per active link and interval: below 100 ns (a 4 KiB packet at 400 Gb/s takes 82 ns)

@@ -79,7 +79,7 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
   std::vector<const models::Schedule*> distinct;
   std::vector<int> copies;
   Seconds duration{0};
-  const bool samples = scenario.sim.backend == Backend::Fluid && scenario.sim.fluid.record_links;
+  const bool samples = scenario.sim.backend == Backend::Fluid;
   for (std::size_t i = 0; i < lowered_specs.size(); ++i) {
     distinct.push_back(&lowered_specs[i].schedule);
     copies.push_back(scenario.collectives[i].repeat);
@@ -93,7 +93,15 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
         duration += Seconds(sch.bytes_sent_by(0).bytes() / out_capacity) * scenario.collectives[i].repeat;
     }
   }
-  add_collectives(footprint, distinct, copies, scenario.sim, start.size, duration);
+  SimulationConfig& sim_config = result.scenario.sim; // with the records decided
+  if (sim_config.backend == Backend::Fluid) {
+    const RecordEstimate records = record_estimate(distinct, copies, sim_config, start.size, duration);
+    result.records["flows.csv"] =
+        decide_record(scenario.records.flows, records.flows, "flows.csv", "flows", sim_config.fluid.record_flows);
+    result.records["links.csv"] =
+        decide_record(scenario.records.links, records.links, "links.csv", "links", sim_config.fluid.record_links);
+  }
+  add_collectives(footprint, distinct, copies, sim_config, start.size, duration);
   const InputLocation calls_where = scenario.collectives.empty() ? where : scenario.collectives.front().where;
   check_footprint(footprint, memory, calls_where);
   if (limits.max_transfers > 0) {
@@ -123,7 +131,7 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
       transfers += s.num_transfers();
     probe->total.store(transfers, std::memory_order_relaxed);
   }
-  Simulation sim(topology, scenario.sim);
+  Simulation sim(topology, sim_config);
   const auto timings = run_schedules(sim, schedules);
   for (std::size_t i = 0; i < timings.size(); ++i) {
     // From the moment every member has begun: a rank that finished its previous entry early waits for the others.
@@ -198,6 +206,7 @@ void write_outputs(const RunResult& result, OutputDir& folder)
   if (result.network) {
     const FluidConfig& fc = result.scenario.sim.fluid;
     j["network"] = fluid_summary(*result.network, fc);
+    j["network"]["records"] = result.records;
     if (fc.record_flows) folder.write("flows.csv", [&](std::ostream& out) { write_flows_csv(*result.network, out); });
     if (fc.record_links)
       folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*result.network, fc.sample_interval, out); });

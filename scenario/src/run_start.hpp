@@ -17,6 +17,12 @@ struct RunStart {
   topo::Topology topology;
 };
 
+/// Decides one kind of record (flows.csv or links.csv, `file`) from what the scenario asks (`choice`) and what the
+/// records would take (`estimate`): `record` says whether the fluid network keeps them; the result is summary.json's
+/// line for it ("recorded", or why not and how to ask for them).
+std::string decide_record(Record choice, const sim::FootprintPart& estimate, const char* file, const char* key,
+                          bool& record);
+
 /// `add_engine` adds what the run's engine will take once it knows the topology's size (nothing when empty).
 RunStart start_run(const Scenario& scenario, const sim::MemoryLimit& memory,
                    const std::function<void(sim::Footprint&, const topo::TopologySize&)>& add_engine = {});

@@ -1,4 +1,5 @@
 #include "railyard/scenario/run_workload.hpp"
+#include "railyard/scenario/fluid_outputs.hpp"
 #include "railyard/scenario/perfetto_trace.hpp"
 #include "run_start.hpp"
 
@@ -229,8 +230,22 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   add_workload(footprint, graph_ops, ops, traced_ops(w, options));
   check_footprint(footprint, memory, workload_where);
   result.footprint = footprint;
+  // The fluid network's records of a flows replay (network.outputs): `auto` keeps the aggregates only, since a
+  // training step moves millions of transfers; `true` records them all.
+  SimulationConfig& sim_config = result.scenario.sim;
+  if (sim_config.backend == Backend::Fluid && options.comm == CommModel::Flows) {
+    auto decide = [&](Record choice, const char* file, const char* key, bool& record) {
+      if (choice != Record::Auto) return decide_record(choice, FootprintPart{}, file, key, record);
+      record = false;
+      return fmt::format("not recorded: network.outputs.{0}: auto keeps only the aggregates of a workload run (a "
+                         "training step moves millions of transfers); set network.outputs.{0}: true to record them",
+                         key);
+    };
+    result.records["flows.csv"] = decide(scenario.records.flows, "flows.csv", "flows", sim_config.fluid.record_flows);
+    result.records["links.csv"] = decide(scenario.records.links, "links.csv", "links", sim_config.fluid.record_links);
+  }
   if (probe) probe->phase = "replaying";
-  result.replay = replay_workload(result.workload, topology, scenario.sim, profile.get(), options);
+  result.replay = replay_workload(result.workload, topology, sim_config, profile.get(), options);
   result.collective_costs = std::move(*costs);
   return result;
 }
@@ -317,6 +332,14 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
                 {"received", r.flows.flows_received},
                 {"wire_bytes_sent", r.flows.bytes_sent},
                 {"wire_bytes_received", r.flows.bytes_received}};
+  if (r.network) {
+    const FluidConfig& fc = result.scenario.sim.fluid;
+    j["network"] = fluid_summary(*r.network, fc);
+    j["network"]["records"] = result.records;
+    if (fc.record_flows) folder.write("flows.csv", [&](std::ostream& out) { write_flows_csv(*r.network, out); });
+    if (fc.record_links)
+      folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*r.network, fc.sample_interval, out); });
+  }
   j["notes"] = r.notes;
   // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.
   folder.write("summary.json", [&](std::ostream& out) { out << j.dump(2) << "\n"; });

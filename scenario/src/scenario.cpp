@@ -489,7 +489,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   } else {
     scenario_links(cluster, sc.link_origins);
   }
-  if (auto net = root.get("network")) parse_network(*net, sc.sim);
+  if (auto net = root.get("network")) parse_network(*net, sc.sim, sc.records);
   if (auto nc = root.get("nccl")) {
     nc->expect_keys({"step_overhead", "system", "algo", "proto", "latencies"});
     sc.nccl.where = nc->where();

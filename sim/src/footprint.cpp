@@ -159,30 +159,38 @@ void add_engine(Footprint& f, const SimulationConfig& config, const topo::Topolo
     f.add("fluid network per-GPU state", static_cast<double>(gpus), kBytesPerFluidRank, "fewer GPUs (cluster:)");
 }
 
+RecordEstimate record_estimate(const std::vector<const models::Schedule*>& schedules, const std::vector<int>& copies,
+                               const SimulationConfig& config, const topo::TopologySize& size, Seconds duration)
+{
+  double transfers = 0;
+  for (std::size_t i = 0; i < schedules.size(); ++i)
+    transfers += static_cast<double>(schedules[i]->num_transfers()) * copies[i];
+  RecordEstimate e;
+  e.flows = {"flow records of flows.csv (one per transfer)", transfers,
+             static_cast<double>(sizeof(FlowRecord) + sizeof(std::uint32_t) * longest_path_links(size)),
+             "network: {outputs: {flows: false}}"};
+  const double intervals = std::ceil(duration.seconds() / config.fluid.sample_interval.seconds());
+  e.links = {fmt::format("link samples of links.csv (every link over {:.0f} intervals of {}, the run's length "
+                         "without contention; at least)",
+                         intervals, format_seconds(config.fluid.sample_interval)),
+             static_cast<double>(size.links) * intervals, static_cast<double>(sizeof(LinkSample)),
+             "a longer network.outputs.sample_interval, or network: {outputs: {links: false}}"};
+  return e;
+}
+
 void add_collectives(Footprint& f, const std::vector<const models::Schedule*>& schedules,
                      const std::vector<int>& copies, const SimulationConfig& config, const topo::TopologySize& size,
                      Seconds duration)
 {
-  double schedule_bytes = 0, transfers = 0;
-  for (std::size_t i = 0; i < schedules.size(); ++i) {
+  double schedule_bytes = 0;
+  for (std::size_t i = 0; i < schedules.size(); ++i)
     schedule_bytes += static_cast<double>(schedules[i]->memory_bytes()) * copies[i];
-    transfers += static_cast<double>(schedules[i]->num_transfers()) * copies[i];
-  }
   f.add("lowered schedules (one copy per repeat)", schedule_bytes > 0 ? 1 : 0, schedule_bytes,
         "fewer channels, fewer ranks or fewer repeats (collectives:)");
   if (config.backend != Backend::Fluid) return;
-  if (config.fluid.record_flows)
-    f.add("flow records of flows.csv (one per transfer)", transfers,
-          static_cast<double>(sizeof(FlowRecord) + sizeof(std::uint32_t) * longest_path_links(size)),
-          "network: {outputs: {flows: false}}");
-  if (config.fluid.record_links) {
-    const double intervals = std::ceil(duration.seconds() / config.fluid.sample_interval.seconds());
-    f.add(fmt::format("link samples of links.csv (every link over {:.0f} intervals of {}, the run's length without "
-                      "contention; at least)",
-                      intervals, format_seconds(config.fluid.sample_interval)),
-          static_cast<double>(size.links) * intervals, static_cast<double>(sizeof(LinkSample)),
-          "a longer network.outputs.sample_interval, or network: {outputs: {links: false}}");
-  }
+  RecordEstimate e = record_estimate(schedules, copies, config, size, duration);
+  if (config.fluid.record_flows) f.parts.push_back(std::move(e.flows));
+  if (config.fluid.record_links) f.parts.push_back(std::move(e.links));
 }
 
 void add_workload(Footprint& f, std::size_t graph_ops, std::size_t ops, std::size_t traced_ops)

@@ -234,7 +234,10 @@ ReplayResult replay_workload(const workloads::Workload& workload, const topo::To
   engine.attach(driver, options.comm == CommModel::Flows ? &sim.network() : nullptr);
   driver.run();
   engine.check_finished();
-  return engine.collect(sim.network().totals());
+  ReplayResult out = engine.collect(sim.network().totals());
+  if (FluidNetwork* fluid = sim.fluid(); fluid && options.comm == CommModel::Flows)
+    out.network = std::make_shared<const FluidReport>(fluid->take_report());
+  return out;
 }
 
 } // namespace railyard::sim

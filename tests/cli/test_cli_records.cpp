@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -112,5 +113,113 @@ TEST(CliRecords, ATrainingStepOnQueuesDoesNotDependOnItsRecords)
     EXPECT_EQ(p.first, shipped.first) << name;
     EXPECT_EQ(p.second, shipped.second) << name;
   }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+nlohmann::json run_summary(const fs::path& dir, const std::string& name, const std::string& yaml, int expect_exit = 0,
+                           std::string* output = nullptr)
+{
+  const fs::path scenario = dir / (name + ".yaml");
+  {
+    std::ofstream(scenario) << yaml;
+  }
+  const fs::path out = dir / name;
+  const auto r = run_cli("run " + shell_quote(scenario.string()) + " --out " + shell_quote(out.string()));
+  EXPECT_EQ(r.exit_code, expect_exit) << r.output;
+  if (output) *output = r.output;
+  if (r.exit_code != 0) return {};
+  return nlohmann::json::parse(read_file(out / "summary.json"));
+}
+
+std::size_t csv_rows(const fs::path& p)
+{
+  const std::string s = read_file(p);
+  return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')) - 1; // less the header
+}
+
+} // namespace
+
+// `outputs: auto` (the default) keeps flows.csv only while its rows fit 256 MiB. A ring all-reduce on 320 GPUs with 16
+// channels starts 2 (n - 1) x 16 x n = 3,266,560 transfers, past it: no flows.csv, the summary says why and how to ask
+// for it, and the aggregates (transfer count, links.csv) are still there. A small run keeps its flows.csv, one row per
+// transfer; `flows: true` is said as asked.
+TEST(CliRecords, AutoKeepsTheAggregatesOfALargeRunAndEveryRowOfASmallOne)
+{
+  const fs::path dir = temp_dir("records_auto");
+  const int n = 320, channels = 16;
+  const std::string ring = "name: ring\ncluster: {kind: rail_optimized, nodes: " + std::to_string(n / 8) +
+                           ", gpus_per_node: 8}\nnetwork: {backend: fluid}\ncollectives:\n  - {op: all_reduce, size: "
+                           "1 MiB, algorithm: ring, protocol: simple, channels: " +
+                           std::to_string(channels) + "}\n";
+  const auto large = run_summary(dir, "large", ring);
+  ASSERT_FALSE(large.is_null());
+  const double transfers = 2.0 * (n - 1) * channels * n;
+  EXPECT_EQ(large.at("network").at("transfers").get<double>(), transfers);
+  const std::string why = large.at("network").at("records").at("flows.csv").get<std::string>();
+  EXPECT_EQ(why.rfind("not recorded", 0), 0U) << why;
+  EXPECT_NE(why.find("network.outputs.flows: true"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(dir / "large" / "flows.csv"));
+  EXPECT_TRUE(fs::exists(dir / "large" / "links.csv"));
+  EXPECT_FALSE(large.at("network").contains("fct_s")); // percentiles need the rows
+
+  const int m = 16;
+  std::string small = ring;
+  small.replace(small.find("nodes: 40"), 9, "nodes: 2");
+  const auto kept = run_summary(dir, "small", small);
+  ASSERT_FALSE(kept.is_null());
+  EXPECT_EQ(kept.at("network").at("records").at("flows.csv"), "recorded");
+  EXPECT_EQ(csv_rows(dir / "small" / "flows.csv"), static_cast<std::size_t>(2 * (m - 1) * channels * m));
+
+  std::string asked = small;
+  asked.replace(asked.find("network: {backend: fluid}"), 25,
+                "network: {backend: fluid, outputs: {flows: true, links: false}}");
+  const auto on = run_summary(dir, "asked", asked);
+  ASSERT_FALSE(on.is_null());
+  EXPECT_EQ(on.at("network").at("records").at("flows.csv"), "recorded (network.outputs.flows: true)");
+  EXPECT_EQ(on.at("network").at("records").at("links.csv"), "not recorded (network.outputs.links: false)");
+  EXPECT_TRUE(fs::exists(dir / "asked" / "flows.csv"));
+  EXPECT_FALSE(fs::exists(dir / "asked" / "links.csv"));
+
+  std::string bad = small;
+  bad.replace(bad.find("network: {backend: fluid}"), 25, "network: {backend: fluid, outputs: {flows: maybe}}");
+  std::string message;
+  (void)run_summary(dir, "bad", bad, 2, &message);
+  EXPECT_NE(message.find("flows"), std::string::npos) << message;
+  EXPECT_NE(message.find("true, false or auto"), std::string::npos) << message;
+  fs::remove_all(dir);
+}
+
+// A training step replayed with `flows` on the fluid backend: by default the summary carries the network's aggregates
+// (transfers, pauses, marks, queues) and no per-flow rows (a 64-GPU step held 3.2 GB of flow records nobody wrote);
+// with `flows: true, links: true` flows.csv has a row per transfer the replay counted and links.csv is written.
+TEST(CliRecords, AWorkloadRunWritesTheNetworkAggregatesAndTheRecordsWhenAsked)
+{
+  const fs::path dir = temp_dir("records_workload");
+  const std::string step =
+      "name: step\ncluster:\n  kind: rail_optimized\n  nodes: 2\n  gpus_per_node: 8\nnccl: {system: dgx_h100}\n"
+      "profile: " +
+      std::string(RAILYARD_SOURCE_DIR) +
+      "/calibration/profiles/dgx_h100_ib_ndr.yaml\nnetwork: {backend: fluid}\nworkload:\n  generator: megatron\n"
+      "  model: {layers: 2, hidden: 1024, heads: 16, seq_length: 512, vocab: 8192}\n"
+      "  parallel: {tp: 8, pp: 1, dp: 2}\n  training: {micro_batch: 1, global_batch: 4, recompute: none, dtype: "
+      "bf16}\n  replay: {communication: flows}\n";
+  const auto plain = run_summary(dir, "plain", step);
+  ASSERT_FALSE(plain.is_null());
+  ASSERT_TRUE(plain.contains("network"));
+  EXPECT_EQ(plain.at("network").at("flows").get<double>(), plain.at("flows").at("sent").get<double>());
+  EXPECT_EQ(plain.at("network").at("records").at("flows.csv").get<std::string>().rfind("not recorded", 0), 0U);
+  EXPECT_FALSE(fs::exists(dir / "plain" / "flows.csv"));
+  EXPECT_FALSE(fs::exists(dir / "plain" / "links.csv"));
+
+  std::string asked = step;
+  asked.replace(asked.find("network: {backend: fluid}"), 25,
+                "network: {backend: fluid, outputs: {flows: true, links: true}}");
+  const auto on = run_summary(dir, "asked", asked);
+  ASSERT_FALSE(on.is_null());
+  EXPECT_EQ(csv_rows(dir / "asked" / "flows.csv"), on.at("flows").at("sent").get<std::size_t>());
+  EXPECT_TRUE(fs::exists(dir / "asked" / "links.csv"));
+  EXPECT_EQ(on.at("step_time_s"), plain.at("step_time_s")); // and what is recorded changes nothing
   fs::remove_all(dir);
 }

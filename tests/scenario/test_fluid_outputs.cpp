@@ -192,8 +192,8 @@ TEST(FluidNetworkSection, ParsesEveryFluidOption)
   EXPECT_EQ(f.pfc.xon.bytes(), 128 * 1024 - 2 * 1024); // XOFF - 2 MTU of 1024 B
   EXPECT_EQ(f.mtu.bytes(), 1024);
   EXPECT_DOUBLE_EQ(f.time_step.seconds(), 0.5e-6);
-  EXPECT_FALSE(f.record_flows);
-  EXPECT_TRUE(f.record_links);
+  EXPECT_EQ(sc.records.flows, scn::Record::Off);
+  EXPECT_EQ(sc.records.links, scn::Record::Auto); // not given
 }
 
 TEST(FluidNetworkSection, BadInputNamesTheField)

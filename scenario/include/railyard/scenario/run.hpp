@@ -7,6 +7,7 @@
 #include "railyard/sim/flow_network.hpp"
 #include "railyard/sim/footprint.hpp"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ struct RunResult {
   std::shared_ptr<const sim::FluidReport>
       network;              ///< the fluid backend's flows, link samples and statistics; else null
   sim::Footprint footprint; ///< the memory the run was estimated to need (summary.json)
+  /// flows.csv, links.csv (fluid backend): "recorded", or why not (network.outputs; summary.json "network.records")
+  std::map<std::string, std::string> records;
 };
 
 /// Builds the topology, lowers every call and simulates them in order. Before building the topology, and again once

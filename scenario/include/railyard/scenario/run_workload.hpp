@@ -8,6 +8,7 @@
 #include "railyard/sim/replay.hpp"
 #include "railyard/workloads/op_graph.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct WorkloadRunResult {
   bool profile_collectives = false;                ///< replay.collective_model: profile
   std::vector<CollectiveCostUse> collective_costs; ///< with profile_collectives, in order of first use
   sim::Footprint footprint;                        ///< the memory the run was estimated to need (summary.json)
+  /// flows.csv, links.csv of a flows replay on the fluid backend: "recorded", or why not (summary.json
+  /// "network.records")
+  std::map<std::string, std::string> records;
 };
 
 /// Builds the topology, reads the profile, generates or reads the workload and replays it. Bad input (a layout that
@@ -43,8 +47,9 @@ struct WorkloadRunResult {
 /// (footprint.hpp); a run that would exceed `memory`, or whose SimGrid actors this machine cannot map, is refused.
 WorkloadRunResult run_workload(const Scenario& scenario, const sim::RunLimits& limits = {});
 
-/// Writes breakdown.csv (one row per rank), trace.json (Chrome trace of the traced ranks) and summary.json (step time,
-/// breakdown, MFU; last) into `folder`, then commits it (common/output_dir.hpp: staged, checked, swapped in whole).
+/// Writes breakdown.csv (one row per rank), trace.json (Chrome trace of the traced ranks), for a flows replay on the
+/// fluid backend flows.csv and links.csv when recorded, and summary.json (step time, breakdown, MFU, the network's
+/// aggregates; last) into `folder`, then commits it (common/output_dir.hpp: staged, checked, swapped in whole).
 void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder);
 /// Same into `dir`, with OutputDir's checks and no --force.
 void write_workload_outputs(const WorkloadRunResult& result, const std::string& dir);

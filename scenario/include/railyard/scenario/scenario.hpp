@@ -7,6 +7,7 @@
 #include "railyard/models/collective.hpp"
 #include "railyard/models/lowering.hpp"
 #include "railyard/models/nccl_tuning.hpp"
+#include "railyard/scenario/network_section.hpp"
 #include "railyard/scenario/workload_spec.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/sim/simulation.hpp"
@@ -57,6 +58,7 @@ struct Scenario {
   topo::ClusterSpec cluster;
   InputLocation cluster_where;
   sim::SimulationConfig sim;
+  RecordChoice records; ///< network.outputs: flows.csv and links.csv on, off or auto (run.cpp, run_workload.cpp)
   Seconds step_overhead{0}; ///< `nccl.step_overhead`: fixed cost added to every collective step
   sim::NcclSettings nccl;   ///< the rest of `nccl:`
   std::vector<CollectiveSpec> collectives;

@@ -74,6 +74,13 @@ void add_engine(Footprint& f, const SimulationConfig& config, const topo::Topolo
 void add_collectives(Footprint& f, const std::vector<const models::Schedule*>& schedules,
                      const std::vector<int>& copies, const SimulationConfig& config, const topo::TopologySize& size,
                      Seconds duration);
+/// What the fluid backend's records of these schedules take, whether or not `config` records them: flows.csv's (one
+/// per transfer) and links.csv's (one per link and sampling interval of `duration`), as add_collectives counts them.
+struct RecordEstimate {
+  FootprintPart flows, links;
+};
+RecordEstimate record_estimate(const std::vector<const models::Schedule*>& schedules, const std::vector<int>& copies,
+                               const SimulationConfig& config, const topo::TopologySize& size, Seconds duration);
 /// A workload's op graphs (`graph_ops` ops over its distinct programs) and its replay: per op of every rank its replay
 /// state, per traced op a timeline event.
 void add_workload(Footprint& f, std::size_t graph_ops, std::size_t ops, std::size_t traced_ops);

@@ -34,6 +34,7 @@
 #include <array>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -124,6 +125,8 @@ struct ReplayResult {
   std::vector<int> traced_ranks;
   std::vector<TraceEvent> events; ///< ops of the traced ranks, sorted by (rank, stream, start, op)
   FlowTotals flows;
+  /// Flows on the fluid backend: its flows, link samples (as its FluidConfig records them) and statistics; else null.
+  std::shared_ptr<const FluidReport> network;
   std::uint64_t ops_executed = 0;
   std::vector<std::string> notes;
 };
