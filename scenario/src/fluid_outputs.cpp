@@ -157,6 +157,36 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
       {"worst_uplink", worst_link >= 0 ? r.link_info[static_cast<std::size_t>(worst_link)].name : ""},
       {"max_flows_on_a_fabric_link", max_flows},
       {"max_flows_link", max_flows_link >= 0 ? r.link_info[static_cast<std::size_t>(max_flows_link)].name : ""}};
+
+  // The hottest network links (NIC ports and switch links; NVLink and PCIe are the node's): utilisation over the span
+  // from the first transfer's start to the last flow's end, with their deepest queue, marks and pause time.
+  const double span = st.first_start >= 0 ? st.last_end - st.first_start : 0;
+  if (span > 0) {
+    std::vector<std::size_t> net;
+    for (std::size_t l = 0; l < r.link_info.size(); ++l)
+      if (r.link_info[l].kind != "nvlink" && r.link_info[l].kind != "pcie" && st.links[l].bytes > 0) net.push_back(l);
+    auto util = [&](std::size_t l) { return st.links[l].bytes / (r.link_info[l].capacity * span); };
+    // Most used first; ties (symmetric fabrics) by link id, so the list is the same from run to run.
+    std::sort(net.begin(), net.end(), [&](std::size_t a, std::size_t b) {
+      const double ua = util(a), ub = util(b);
+      return ua != ub ? ua > ub : a < b;
+    });
+    if (net.size() > kHottestLinks) net.resize(kHottestLinks);
+    nlohmann::ordered_json hot = nlohmann::ordered_json::array();
+    for (std::size_t l : net) {
+      const LinkTotals& t = st.links[l];
+      hot.push_back({{"name", r.link_info[l].name},
+                     {"kind", r.link_info[l].kind},
+                     {"utilisation", util(l)},
+                     {"bytes", t.bytes},
+                     {"max_queue_bytes", t.max_queue},
+                     {"ecn_marks", t.marks},
+                     {"pause_s", t.paused},
+                     {"max_flows", t.max_flows}});
+    }
+    j["span_s"] = span;
+    j["hottest_links"] = hot;
+  }
   return j;
 }
 

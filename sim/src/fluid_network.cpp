@@ -568,6 +568,7 @@ void Net::start_pending(double t)
     Message& msg = messages_[m];
     msg.start = t;
     ++report_.stats.messages;
+    if (report_.stats.first_start < 0) report_.stats.first_start = t;
     const int q = cfg_.qps_per_connection;
     if (cfg_.ecmp == EcmpMode::Spray) {
       const auto& paths = spray_paths(msg.src, msg.dst);
@@ -713,6 +714,7 @@ void Net::add_flow(std::uint32_t m, const std::uint32_t* path, const RouteRef& r
 void Net::end_flow(std::uint32_t f, double t)
 {
   Flow& fl = flows_[f];
+  report_.stats.last_end = std::max(report_.stats.last_end, t);
   if (fl.hops_joined) {
     for (int i = 0; i < fl.n_mm; ++i) {
       const int h = fl.mm_hop[i];

@@ -268,6 +268,42 @@ TEST(IncastExample, AllBytesArriveThroughTheLastHopPortWithMarksCnpsAndLosslessP
   EXPECT_GT(n.at("pause_events").get<std::uint64_t>(), 0U);
 }
 
+// summary.json's hottest links: the incast's last-hop port leads, having carried all N x S bytes, at utilisation
+// N S / (B x span), span being flows.csv's first start to last end; the list is sorted, at most ten long, and each
+// entry's pause time and deepest queue are links.csv's.
+TEST(IncastExample, TheHottestLinkIsTheLastHopPortAtItsUtilisationOverTheSpan)
+{
+  const RunOutput& r = example_run("incast");
+  const Csv flows = r.flows();
+  double first = 1e300, last = 0;
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    first = std::min(first, flows.num(i, "start_s"));
+    last = std::max(last, flows.num(i, "end_s"));
+  }
+  const auto& n = r.net();
+  const double span = last - first;
+  EXPECT_NEAR(n.at("span_s").get<double>(), span, 1e-15);
+  const auto& hot = n.at("hottest_links");
+  ASSERT_FALSE(hot.empty());
+  EXPECT_LE(hot.size(), 10U);
+  EXPECT_EQ(hot.at(0).at("name"), "leaf0->nic0.0");
+  EXPECT_DOUBLE_EQ(hot.at(0).at("bytes").get<double>(), kIncastSenders * kIncastBytes);
+  EXPECT_NEAR(hot.at(0).at("utilisation").get<double>(), kIncastSenders * kIncastBytes / (kLinkBps * span), 1e-12);
+  const auto paused = r.link_sum("pause_s");
+  const auto queues = r.link_max("max_queue_bytes");
+  for (std::size_t i = 0; i < hot.size(); ++i) {
+    const std::string name = hot.at(i).at("name");
+    if (i > 0) {
+      EXPECT_LE(hot.at(i).at("utilisation").get<double>(), hot.at(i - 1).at("utilisation").get<double>());
+    }
+    EXPECT_NE(hot.at(i).at("kind"), "nvlink");
+    EXPECT_NE(hot.at(i).at("kind"), "pcie");
+    EXPECT_NEAR(hot.at(i).at("pause_s").get<double>(), paused.count(name) ? paused.at(name) : 0.0, 1e-12) << name;
+    EXPECT_NEAR(hot.at(i).at("max_queue_bytes").get<double>(), queues.count(name) ? queues.at(name) : 0.0, 1e-6)
+        << name;
+  }
+}
+
 TEST(IncastExample, WithoutCongestionControlEveryFlowGetsAnEqualShareOfTheBottleneck)
 {
   // The same scenario with `cc: none` and no PFC: max-min gives each of the N flows B / N at the last-hop port (its

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <iosfwd>
 
 namespace railyard::scenario {
@@ -14,7 +15,11 @@ namespace railyard::scenario {
 void write_flows_csv(const sim::FluidReport& report, std::ostream& out);
 /// links.csv: per link and sampling interval with activity: utilisation, deepest queue, ECN marks, pause time.
 void write_links_csv(const sim::FluidReport& report, Seconds interval, std::ostream& out);
-/// The summary.json "network" object: configuration, FCT percentiles, queues, pauses, marks and ECMP balance.
+/// How many links summary.json's "network.hottest_links" lists.
+inline constexpr std::size_t kHottestLinks = 10;
+/// The summary.json "network" object: configuration, FCT percentiles, queues, pauses, marks, ECMP balance, and the
+/// kHottestLinks most used network links (NIC ports and switch links) over `span_s`, from the first transfer's start
+/// to the last flow's end: utilisation (bytes / (capacity x span)), bytes, deepest queue, ECN marks, pause time.
 nlohmann::ordered_json fluid_summary(const sim::FluidReport& report, const sim::FluidConfig& config);
 
 } // namespace railyard::scenario

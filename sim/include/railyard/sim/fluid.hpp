@@ -91,7 +91,9 @@ struct LinkTotals {
 struct FluidStats {
   std::uint64_t flows = 0;
   std::uint64_t messages = 0;
-  double max_queue = 0; ///< bytes, over all egress queues
+  double first_start = -1; ///< when the first transfer entered the network, seconds; -1: none did
+  double last_end = 0;     ///< when the last flow's last byte left its last link, seconds
+  double max_queue = 0;    ///< bytes, over all egress queues
   std::int64_t max_queue_link = -1;
   double pause_time = 0; ///< seconds, summed over links
   std::uint64_t pause_events = 0;
