@@ -43,16 +43,38 @@ void write_flows_csv(const FluidReport& r, std::ostream& out)
   }
 }
 
-void write_links_csv(const FluidReport& r, Seconds interval, std::ostream& out)
+void write_links_csv(const FluidReport& r, std::ostream& out)
 {
   CsvWriter csv(out);
   csv.record("time_s", "interval_s", "link", "name", "kind", "capacity_Bps", "bytes", "utilisation", "max_queue_bytes",
              "ecn_marks", "pause_s", "max_flows");
   for (const LinkSample& s : r.links) {
     const LinkInfo& info = r.link_info[s.link];
-    csv.record(s.time, interval.seconds(), s.link, info.name, info.kind, info.capacity, s.bytes, s.utilisation,
-               s.max_queue, s.marks, s.paused, s.max_flows);
+    csv.record(s.time, s.interval, s.link, info.name, info.kind, info.capacity, s.bytes, s.utilisation, s.max_queue,
+               s.marks, s.paused, s.max_flows);
   }
+}
+
+double span_of(const FluidReport& r)
+{
+  return r.stats.first_start >= 0 ? r.stats.last_end - r.stats.first_start : 0;
+}
+
+std::vector<std::size_t> hottest_links(const FluidReport& r, std::size_t n)
+{
+  const FluidStats& st = r.stats;
+  std::vector<std::size_t> net;
+  for (std::size_t l = 0; l < r.link_info.size(); ++l)
+    if (r.link_info[l].kind != "nvlink" && r.link_info[l].kind != "pcie" && st.links[l].bytes > 0) net.push_back(l);
+  // Most used first (bytes over capacity: the span is common to all); ties (symmetric fabrics) by link id, so the list
+  // is the same from run to run.
+  auto load = [&](std::size_t l) { return st.links[l].bytes / r.link_info[l].capacity; };
+  std::sort(net.begin(), net.end(), [&](std::size_t a, std::size_t b) {
+    const double ua = load(a), ub = load(b);
+    return ua != ub ? ua > ub : a < b;
+  });
+  if (net.size() > n) net.resize(n);
+  return net;
 }
 
 nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
@@ -160,20 +182,11 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
 
   // The hottest network links (NIC ports and switch links; NVLink and PCIe are the node's): utilisation over the span
   // from the first transfer's start to the last flow's end, with their deepest queue, marks and pause time.
-  const double span = st.first_start >= 0 ? st.last_end - st.first_start : 0;
+  const double span = span_of(r);
   if (span > 0) {
-    std::vector<std::size_t> net;
-    for (std::size_t l = 0; l < r.link_info.size(); ++l)
-      if (r.link_info[l].kind != "nvlink" && r.link_info[l].kind != "pcie" && st.links[l].bytes > 0) net.push_back(l);
     auto util = [&](std::size_t l) { return st.links[l].bytes / (r.link_info[l].capacity * span); };
-    // Most used first; ties (symmetric fabrics) by link id, so the list is the same from run to run.
-    std::sort(net.begin(), net.end(), [&](std::size_t a, std::size_t b) {
-      const double ua = util(a), ub = util(b);
-      return ua != ub ? ua > ub : a < b;
-    });
-    if (net.size() > kHottestLinks) net.resize(kHottestLinks);
     nlohmann::ordered_json hot = nlohmann::ordered_json::array();
-    for (std::size_t l : net) {
+    for (std::size_t l : hottest_links(r, kHottestLinks)) {
       const LinkTotals& t = st.links[l];
       hot.push_back({{"name", r.link_info[l].name},
                      {"kind", r.link_info[l].kind},

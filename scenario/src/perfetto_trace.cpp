@@ -1,5 +1,6 @@
 // Chrome trace JSON of a replay (replay.hpp): what Perfetto (ui.perfetto.dev) and chrome://tracing open.
 #include "railyard/scenario/perfetto_trace.hpp"
+#include "railyard/scenario/fluid_outputs.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,9 @@ std::string us(double seconds)
 {
   return fmt::format("{:.3f}", seconds * 1e6);
 }
+
+/// The process of the network's counter tracks (ranks are processes 0..N-1).
+constexpr int kNetworkPid = 1 << 30;
 
 std::string category(workloads::OpKind k)
 {
@@ -72,6 +76,32 @@ void write_chrome_trace(const ReplayResult& result, const workloads::Workload& w
     out << fmt::format(R"({{"ph":"X","name":{},"cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
                        json_string(g.name(e.op)), category(op.kind), e.rank, e.stream, us(e.start_s),
                        us(e.end_s - e.start_s), args);
+  }
+  // The network beside the ranks: a counter track per hottest link (fluid backend, links recorded), its utilisation
+  // and queue per sampling interval; an interval with no sample (the link idle) reads 0.
+  if (result.network && !result.network->links.empty()) {
+    const FluidReport& net = *result.network;
+    sep();
+    out << fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"network: hottest links"}}}})",
+                       kNetworkPid);
+    sep();
+    out << fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":-1}}}})", kNetworkPid);
+    for (std::size_t l : hottest_links(net, kHottestLinks)) {
+      const std::string name = json_string(net.link_info[l].name);
+      double idle_from = -1; // end of the previous sample of this link
+      auto counter = [&](double t, double utilisation, double queue) {
+        sep();
+        out << fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"utilisation":{},"queue_kB":{}}}}})", name,
+                           kNetworkPid, us(t), utilisation, queue / 1e3);
+      };
+      for (const LinkSample& s : net.links) {
+        if (s.link != l) continue;
+        if (idle_from >= 0 && s.time > idle_from * (1 + 1e-12)) counter(idle_from, 0, 0);
+        counter(s.time, s.utilisation, s.max_queue);
+        idle_from = s.time + s.interval;
+      }
+      if (idle_from >= 0) counter(idle_from, 0, 0);
+    }
   }
   out << "\n]}\n";
 }

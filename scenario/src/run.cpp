@@ -208,8 +208,7 @@ void write_outputs(const RunResult& result, OutputDir& folder)
     j["network"] = fluid_summary(*result.network, fc);
     j["network"]["records"] = result.records;
     if (fc.record_flows) folder.write("flows.csv", [&](std::ostream& out) { write_flows_csv(*result.network, out); });
-    if (fc.record_links)
-      folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*result.network, fc.sample_interval, out); });
+    if (fc.record_links) folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*result.network, out); });
   }
   // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.
   folder.write("summary.json", [&](std::ostream& out) { out << j.dump(2) << "\n"; });

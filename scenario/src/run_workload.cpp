@@ -337,8 +337,7 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
     j["network"] = fluid_summary(*r.network, fc);
     j["network"]["records"] = result.records;
     if (fc.record_flows) folder.write("flows.csv", [&](std::ostream& out) { write_flows_csv(*r.network, out); });
-    if (fc.record_links)
-      folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*r.network, fc.sample_interval, out); });
+    if (fc.record_links) folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*r.network, out); });
   }
   j["notes"] = r.notes;
   // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.

@@ -829,6 +829,7 @@ void Net::flush_samples(double t)
     if (a.s_bytes > 0 || a.s_max_queue > 0 || a.s_paused > 0) {
       LinkSample s;
       s.time = sample_t_;
+      s.interval = interval;
       s.link = l;
       s.bytes = a.s_bytes;
       s.utilisation = interval > 0 && ls.capacity > 0 ? a.s_bytes / (ls.capacity * interval) : 0;

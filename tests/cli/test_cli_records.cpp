@@ -10,7 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -221,5 +225,49 @@ TEST(CliRecords, AWorkloadRunWritesTheNetworkAggregatesAndTheRecordsWhenAsked)
   EXPECT_EQ(csv_rows(dir / "asked" / "flows.csv"), on.at("flows").at("sent").get<std::size_t>());
   EXPECT_TRUE(fs::exists(dir / "asked" / "links.csv"));
   EXPECT_EQ(on.at("step_time_s"), plain.at("step_time_s")); // and what is recorded changes nothing
+
+  // trace.json: a counter track per hottest link beside the ranks, its values links.csv's samples of that link (and 0
+  // where it has none); none without links.csv.
+  auto counters = [&](const std::string& run) {
+    std::vector<nlohmann::json> c;
+    const auto trace = nlohmann::json::parse(read_file(dir / run / "trace.json"));
+    for (const auto& e : trace.at("traceEvents"))
+      if (e.at("ph") == "C") c.push_back(e);
+    return c;
+  };
+  EXPECT_TRUE(counters("plain").empty());
+  const auto tracks = counters("asked");
+  ASSERT_FALSE(tracks.empty());
+  std::set<std::string> hottest, tracked;
+  for (const auto& h : on.at("network").at("hottest_links"))
+    hottest.insert(h.at("name").get<std::string>());
+  std::map<std::pair<std::string, long long>, double> samples; // (link, time in ns) -> utilisation
+  {
+    std::istringstream links(read_file(dir / "asked" / "links.csv"));
+    std::string line;
+    std::getline(links, line); // time_s,interval_s,link,name,kind,capacity_Bps,bytes,utilisation,...
+    while (std::getline(links, line)) {
+      std::vector<std::string> f;
+      std::istringstream cells(line);
+      for (std::string c; std::getline(cells, c, ',');)
+        f.push_back(c);
+      ASSERT_GE(f.size(), 8U) << line;
+      samples[{f[3], std::llround(std::stod(f[0]) * 1e9)}] = std::stod(f[7]);
+    }
+  }
+  std::size_t matched = 0;
+  for (const auto& e : tracks) {
+    const std::string name = e.at("name");
+    tracked.insert(name);
+    const double u = e.at("args").at("utilisation").get<double>();
+    const auto it = samples.find({name, std::llround(e.at("ts").get<double>() * 1e3)});
+    if (u != 0) {
+      ASSERT_NE(it, samples.end()) << name << " at " << e.at("ts") << " us has no links.csv row";
+      EXPECT_NEAR(u, it->second, 1e-12) << name;
+      ++matched;
+    }
+  }
+  EXPECT_GT(matched, 0U);
+  EXPECT_EQ(tracked, hottest);
   fs::remove_all(dir);
 }

@@ -8,15 +8,21 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <vector>
 
 namespace railyard::scenario {
 
 /// flows.csv: id, src, dst, tag, qp, bytes, start, end, arrival, fct, hops and the link ids of the path.
 void write_flows_csv(const sim::FluidReport& report, std::ostream& out);
 /// links.csv: per link and sampling interval with activity: utilisation, deepest queue, ECN marks, pause time.
-void write_links_csv(const sim::FluidReport& report, Seconds interval, std::ostream& out);
-/// How many links summary.json's "network.hottest_links" lists.
+void write_links_csv(const sim::FluidReport& report, std::ostream& out);
+/// How many links summary.json's "network.hottest_links" lists, and trace.json's counter tracks show.
 inline constexpr std::size_t kHottestLinks = 10;
+/// From the first transfer's start to the last flow's end, seconds; 0 when nothing moved.
+double span_of(const sim::FluidReport& report);
+/// The `n` most used network links (NIC ports and switch links, not NVLink or PCIe), by bytes over capacity, most used
+/// first, ties by link id.
+std::vector<std::size_t> hottest_links(const sim::FluidReport& report, std::size_t n);
 /// The summary.json "network" object: configuration, FCT percentiles, queues, pauses, marks, ECMP balance, and the
 /// kHottestLinks most used network links (NIC ports and switch links) over `span_s`, from the first transfer's start
 /// to the last flow's end: utilisation (bytes / (capacity x span)), bytes, deepest queue, ECN marks, pause time.

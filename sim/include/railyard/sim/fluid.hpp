@@ -46,6 +46,8 @@ struct FluidConfig {
   Seconds time_step = units::us(1); ///< queue-model integration step (only while DCQCN or PFC is on)
   bool record_flows = true;         ///< keep one FlowRecord per flow (flows.csv); off for very large runs
   bool record_links = true;         ///< sample links every sample_interval (links.csv)
+  /// Links are sampled every sample_interval; while the queue model runs, at the end of the first queue step that
+  /// reaches that time (so a sample holds whole steps). Sampling never changes what is simulated.
   Seconds sample_interval = units::us(10);
 
   /// Queues, marks and pauses are modelled only when DCQCN or PFC is on; otherwise rates are max-min fair.
@@ -68,7 +70,8 @@ struct FlowRecord {
 
 /// One link over one sampling interval [time, time + interval). Only intervals with activity are kept.
 struct LinkSample {
-  double time = 0;
+  double time = 0;     ///< the interval's start, seconds
+  double interval = 0; ///< its length: sample_interval (up to a queue step more), or what is left of the run
   std::uint32_t link = 0;
   double bytes = 0;            ///< carried in the interval
   double utilisation = 0;      ///< bytes / (capacity x interval)
