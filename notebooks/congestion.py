@@ -22,17 +22,26 @@ import sys
 from collections import defaultdict
 
 
-def load_links(path):
-    """Per link name: kind, capacity and {sample index: row}; plus the sampling interval."""
-    links = {}
-    interval = None
+def load_links(path, interval=None):
+    """Per link name: kind, capacity and {sample index: row}; plus the sampling interval.
+
+    Samples lie on the grid k x interval (summary.json's network.sample_interval_s), each up to one queue step late
+    (docs/congestion.md), so sample k is the row whose time_s lies in [k x interval, (k + 1) x interval). Outputs
+    without sample_interval_s (older runs) give the most common interval_s."""
+    rows = []
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            interval = float(row["interval_s"])
-            name = row["name"]
-            link = links.setdefault(name, {"kind": row["kind"], "capacity": float(row["capacity_Bps"]), "samples": {}})
-            t = float(row["time_s"])
-            link["samples"][int(round(t / interval))] = {
+        rows = list(csv.DictReader(f))
+    if interval is None:
+        counts = defaultdict(int)
+        for row in rows:
+            counts[float(row["interval_s"])] += 1
+        interval = max(counts, key=lambda k: (counts[k], k)) if counts else None
+    links = {}
+    for row in rows:
+        name = row["name"]
+        link = links.setdefault(name, {"kind": row["kind"], "capacity": float(row["capacity_Bps"]), "samples": {}})
+        t = float(row["time_s"])
+        link["samples"][int(math.floor(t / interval + 1e-9))] = {
                 "bytes": float(row["bytes"]),
                 "utilisation": float(row["utilisation"]),
                 "queue": float(row["max_queue_bytes"]),
@@ -190,10 +199,11 @@ def main():
     for name, path in paths.items():
         if not os.path.exists(path):
             sys.exit(f"{path} is missing: run a scenario with `network: {{backend: fluid}}` (flows and links "
-                     f"outputs are on by default)")
+                     f"are recorded by default while they fit 256 MiB; `outputs: {{flows: true, links: true}}` "
+                     f"records them always)")
     with open(paths["summary.json"]) as f:
         summary = json.load(f)
-    links, interval = load_links(paths["links.csv"])
+    links, interval = load_links(paths["links.csv"], summary.get("network", {}).get("sample_interval_s"))
     flows = load_flows(paths["flows.csv"])
     if not links or not flows:
         sys.exit(f"{args.folder}: links.csv or flows.csv has no rows")

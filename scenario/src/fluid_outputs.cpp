@@ -104,6 +104,7 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
                                                     {"priority", c.pfc.priority}}
                            : nlohmann::ordered_json(false);
   if (c.queues()) j["time_step_s"] = c.time_step.seconds();
+  if (c.record_links) j["sample_interval_s"] = c.sample_interval.seconds();
 
   const FluidStats& st = r.stats;
   j["flows"] = st.flows;

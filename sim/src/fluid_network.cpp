@@ -487,8 +487,14 @@ void Net::process_date(double t)
     step_scheduled_ = true;
     push(queue_t_ + step_, EventKind::Step, 0, 0);
   }
-  if (cfg_.record_links && sample_next_ == kInf && !sample_due_ && active_flows_ > 0)
-    sample_next_ = sample_t_ + cfg_.sample_interval.seconds();
+  if (cfg_.record_links && sample_next_ == kInf && !sample_due_ && active_flows_ > 0) {
+    // Samples are due on the grid k x sample_interval, the first point after the last sample: a late sample (one that
+    // waited for a queue step) does not shift the ones after it.
+    const double interval = cfg_.sample_interval.seconds();
+    while (static_cast<double>(sample_k_) * interval <= sample_t_)
+      ++sample_k_;
+    sample_next_ = static_cast<double>(sample_k_) * interval;
+  }
 }
 
 void Net::dispatch(const Event& e, double now)

@@ -476,8 +476,9 @@ private:
   // sampling
   std::vector<std::uint32_t> touched_;
   double sample_t_ = 0;
-  double sample_next_ = kInf; ///< when links are sampled next (not a calendar event: process_date); kInf: not due
-  bool sample_due_ = false;   ///< the sample time has passed; taken once the queues have been integrated to a date
+  std::uint64_t sample_k_ = 1; ///< the grid point (k x sample_interval) of the next sample
+  double sample_next_ = kInf;  ///< when links are sampled next (not a calendar event: process_date); kInf: not due
+  bool sample_due_ = false;    ///< the sample time has passed; taken once the queues have been integrated to a date
 };
 
 } // namespace railyard::sim::fluid
