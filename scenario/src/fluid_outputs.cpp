@@ -55,6 +55,16 @@ void write_links_csv(const FluidReport& r, std::ostream& out)
   }
 }
 
+nlohmann::ordered_json write_network_outputs(const FluidReport& report, const FluidConfig& config,
+                                             const std::map<std::string, std::string>& records, OutputDir& folder)
+{
+  nlohmann::ordered_json j = fluid_summary(report, config);
+  j["records"] = records;
+  if (config.record_flows) folder.write("flows.csv", [&](std::ostream& out) { write_flows_csv(report, out); });
+  if (config.record_links) folder.write("links.csv", [&](std::ostream& out) { write_links_csv(report, out); });
+  return j;
+}
+
 double span_of(const FluidReport& r)
 {
   return r.stats.first_start >= 0 ? r.stats.last_end - r.stats.first_start : 0;

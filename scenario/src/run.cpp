@@ -203,13 +203,8 @@ void write_outputs(const RunResult& result, OutputDir& folder)
     list.push_back(e);
   }
   j["collectives"] = list;
-  if (result.network) {
-    const FluidConfig& fc = result.scenario.sim.fluid;
-    j["network"] = fluid_summary(*result.network, fc);
-    j["network"]["records"] = result.records;
-    if (fc.record_flows) folder.write("flows.csv", [&](std::ostream& out) { write_flows_csv(*result.network, out); });
-    if (fc.record_links) folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*result.network, out); });
-  }
+  if (result.network)
+    j["network"] = write_network_outputs(*result.network, result.scenario.sim.fluid, result.records, folder);
   // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.
   folder.write("summary.json", [&](std::ostream& out) { out << j.dump(2) << "\n"; });
   folder.commit();

@@ -332,13 +332,7 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
                 {"received", r.flows.flows_received},
                 {"wire_bytes_sent", r.flows.bytes_sent},
                 {"wire_bytes_received", r.flows.bytes_received}};
-  if (r.network) {
-    const FluidConfig& fc = result.scenario.sim.fluid;
-    j["network"] = fluid_summary(*r.network, fc);
-    j["network"]["records"] = result.records;
-    if (fc.record_flows) folder.write("flows.csv", [&](std::ostream& out) { write_flows_csv(*r.network, out); });
-    if (fc.record_links) folder.write("links.csv", [&](std::ostream& out) { write_links_csv(*r.network, out); });
-  }
+  if (r.network) j["network"] = write_network_outputs(*r.network, result.scenario.sim.fluid, result.records, folder);
   j["notes"] = r.notes;
   // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.
   folder.write("summary.json", [&](std::ostream& out) { out << j.dump(2) << "\n"; });

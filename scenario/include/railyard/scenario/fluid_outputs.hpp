@@ -1,6 +1,7 @@
 // The fluid backend's report as files: flows.csv, links.csv and the summary.json "network" object.
 #pragma once
 
+#include "railyard/common/output_dir.hpp"
 #include "railyard/common/units.hpp"
 #include "railyard/sim/fluid.hpp"
 
@@ -8,6 +9,8 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace railyard::scenario {
@@ -27,5 +30,9 @@ std::vector<std::size_t> hottest_links(const sim::FluidReport& report, std::size
 /// kHottestLinks most used network links (NIC ports and switch links) over `span_s`, from the first transfer's start
 /// to the last flow's end: utilisation (bytes / (capacity x span)), bytes, deepest queue, ECN marks, pause time.
 nlohmann::ordered_json fluid_summary(const sim::FluidReport& report, const sim::FluidConfig& config);
+/// Writes flows.csv and links.csv into `folder` as `config` recorded them, and returns the summary's "network" object
+/// with `records` (what each file holds, or why it was not written) under "records".
+nlohmann::ordered_json write_network_outputs(const sim::FluidReport& report, const sim::FluidConfig& config,
+                                             const std::map<std::string, std::string>& records, OutputDir& folder);
 
 } // namespace railyard::scenario
