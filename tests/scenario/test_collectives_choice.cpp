@@ -3,6 +3,7 @@
 // layout, whose hand calculations are in tests/models/test_nccl_tuning*.cpp); refusals name the collective, the
 // algorithm and the reason; NCCL_ALGO / NCCL_PROTO and per-call choices restrict the table as in NCCL; scenario
 // groups and sends parse and run.
+#include "../sim/replay_support.hpp"
 #include "railyard/common/child_process.hpp"
 #include "railyard/models/nccl_tuning.hpp"
 #include "railyard/scenario/run.hpp"
@@ -14,7 +15,6 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <numeric>
 
 namespace scn = railyard::scenario;
 
@@ -25,22 +25,10 @@ using models::Protocol;
 
 namespace {
 
-constexpr double kKiB = 1024.0, kMiB = 1024.0 * 1024, kGiB = 1024.0 * 1024 * 1024;
+using test::first_ranks;
+using test::h100_nodes;
 
-// DGX H100 nodes as a scenario writes them: 18 NVLink4 links x 20.6 GB/s (NCCL's SM90_NVLINK_BW), one ConnectX-7
-// 400 Gb/s NIC per GPU on a rail-optimized fabric.
-topo::ClusterSpec h100_nodes(int nodes)
-{
-  topo::ClusterSpec s;
-  s.kind = nodes == 1 ? topo::ClusterKind::SingleNode : topo::ClusterKind::RailOptimized;
-  s.nodes = nodes;
-  s.gpus_per_node = 8;
-  s.nvlink_bandwidth = units::GBps(18 * 20.6);
-  s.nic_bandwidth = units::Gbps(400);
-  s.fabric_bandwidth = units::Gbps(400);
-  s.leaf_downlinks = 32;
-  return s;
-}
+constexpr double kKiB = 1024.0, kMiB = 1024.0 * 1024, kGiB = 1024.0 * 1024 * 1024;
 
 sim::NcclSettings settings(const std::string& system)
 {
@@ -58,13 +46,6 @@ models::CollectiveCall call(CollectiveKind kind, double bytes, std::vector<int> 
   return c;
 }
 
-std::vector<int> first(int n)
-{
-  std::vector<int> r(n);
-  std::iota(r.begin(), r.end(), 0);
-  return r;
-}
-
 // The pick table of the issue: all_reduce at 8 B, 64 KiB, 1 MiB, 64 MiB and 1 GiB on one and on sixteen 8x H100
 // nodes. On one node the simulated time of every combination NCCL allows is also printed, with the fastest.
 TEST(NcclChoice, PickTableMatchesNcclsModelOnOneAndSixteenH100Nodes)
@@ -76,7 +57,7 @@ TEST(NcclChoice, PickTableMatchesNcclsModelOnOneAndSixteenH100Nodes)
     const topo::Topology t = topo::build_topology(h100_nodes(nodes));
     for (double size : sizes) {
       const auto got =
-          sim::resolve_call(call(CollectiveKind::AllReduce, size, first(8 * nodes)), t, settings("dgx_h100"), {});
+          sim::resolve_call(call(CollectiveKind::AllReduce, size, first_ranks(8 * nodes)), t, settings("dgx_h100"), {});
       const auto nccl = models::choose(models::make_input(models::node_spec(models::NodeLayout::DgxH100), nodes,
                                                           CollectiveKind::AllReduce, Bytes(size)));
       ASSERT_TRUE(nccl.has_value());
@@ -93,7 +74,7 @@ TEST(NcclChoice, PickTableMatchesNcclsModelOnOneAndSixteenH100Nodes)
         // simulate at 1 GiB: LL moves 32 KiB chunks).
         for (const auto& entry : models::table(in)) {
           if (!entry.time || entry.time->seconds() > 2 * nccl->time.seconds()) continue;
-          auto forced = call(CollectiveKind::AllReduce, size, first(8));
+          auto forced = call(CollectiveKind::AllReduce, size, first_ranks(8));
           forced.algorithm = entry.algorithm;
           forced.protocol = entry.protocol;
           const auto resolved = sim::resolve_call(forced, t, settings("dgx_h100"), {});
@@ -149,31 +130,31 @@ TEST(NcclChoice, RefusalsNameTheCollectiveTheAlgorithmAndWhy)
   // DGX A100's NVSwitches have no multicast (NVLink SHARP came with the third-generation NVSwitch of H100).
   topo::ClusterSpec a100 = h100_nodes(1);
   a100.nvlink_bandwidth = units::GBps(240);
-  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::Nvls, first(8)), a100, settings("dgx_a100"),
+  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::Nvls, first_ranks(8)), a100, settings("dgx_a100"),
                  {"all_reduce", "NVLS", "NVSwitch with multicast"});
   // Nodes of one GPU have no NVSwitch to reduce in.
   topo::ClusterSpec singles = h100_nodes(8);
   singles.gpus_per_node = 1;
-  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::Nvls, first(8)), singles, settings("dgx_h100"),
+  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::Nvls, first_ranks(8)), singles, settings("dgx_h100"),
                  {"all_reduce", "NVLS", "more than 2 GPUs per node"});
   // PAT runs with one GPU per node only.
-  expect_refusal(forced(CollectiveKind::AllGather, Algorithm::Pat, first(16)), h100_nodes(2), settings("dgx_h100"),
-                 {"all_gather", "PAT", "one GPU per node", "8"});
-  expect_refusal(forced(CollectiveKind::AllGather, Algorithm::Tree, first(8)), h100_nodes(1), settings("dgx_h100"),
-                 {"all_gather", "Tree", "only for all_reduce"});
-  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::CollNetDirect, first(16)), h100_nodes(2),
+  expect_refusal(forced(CollectiveKind::AllGather, Algorithm::Pat, first_ranks(16)), h100_nodes(2),
+                 settings("dgx_h100"), {"all_gather", "PAT", "one GPU per node", "8"});
+  expect_refusal(forced(CollectiveKind::AllGather, Algorithm::Tree, first_ranks(8)), h100_nodes(1),
+                 settings("dgx_h100"), {"all_gather", "Tree", "only for all_reduce"});
+  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::CollNetDirect, first_ranks(16)), h100_nodes(2),
                  settings("dgx_h100"), {"all_reduce", "CollNet", "not model"});
-  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::NvlsTree, first(8)), h100_nodes(1), settings("dgx_h100"),
-                 {"all_reduce", "NVLSTree", "one"});
-  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::Nvls, first(8), Protocol::LL), h100_nodes(1),
+  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::NvlsTree, first_ranks(8)), h100_nodes(1),
+                 settings("dgx_h100"), {"all_reduce", "NVLSTree", "one"});
+  expect_refusal(forced(CollectiveKind::AllReduce, Algorithm::Nvls, first_ranks(8), Protocol::LL), h100_nodes(1),
                  settings("dgx_h100"), {"all_reduce", "NVLS", "Simple"});
-  expect_refusal(forced(CollectiveKind::AllToAll, Algorithm::Ring, first(8)), h100_nodes(1), settings("dgx_h100"),
+  expect_refusal(forced(CollectiveKind::AllToAll, Algorithm::Ring, first_ranks(8)), h100_nodes(1), settings("dgx_h100"),
                  {"alltoall", "point-to-point"});
   // NCCL_ALGO=nvls on A100 leaves NCCL nothing to run (ncclInvalidUsage in NCCL).
   sim::NcclSettings nvls_only = settings("dgx_a100");
   nvls_only.algo = "nvls";
   nvls_only.overrides = models::NcclOverrides::parse(nvls_only.algo, std::nullopt, {});
-  expect_refusal(call(CollectiveKind::AllReduce, kMiB, first(8)), a100, nvls_only,
+  expect_refusal(call(CollectiveKind::AllReduce, kMiB, first_ranks(8)), a100, nvls_only,
                  {"all_reduce", "no algorithm and protocol", "NCCL_ALGO=nvls"});
 }
 
@@ -181,28 +162,30 @@ TEST(NcclChoice, OverridesRestrictTheTableAsNcclAlgoAndNcclProtoDo)
 {
   const topo::Topology t = topo::build_topology(h100_nodes(1));
   // Without overrides 1 GiB goes to NVLS on an H100 node (NcclPicks in tests/models); NCCL_ALGO=ring keeps Ring.
-  EXPECT_EQ(*sim::resolve_call(call(CollectiveKind::AllReduce, kGiB, first(8)), t, settings("dgx_h100"), {}).algorithm,
-            Algorithm::Nvls);
+  EXPECT_EQ(
+      *sim::resolve_call(call(CollectiveKind::AllReduce, kGiB, first_ranks(8)), t, settings("dgx_h100"), {}).algorithm,
+      Algorithm::Nvls);
   sim::NcclSettings ring = settings("dgx_h100");
   ring.overrides = models::NcclOverrides::parse("ring", std::nullopt, {});
-  const auto r = sim::resolve_call(call(CollectiveKind::AllReduce, kGiB, first(8)), t, ring, {});
+  const auto r = sim::resolve_call(call(CollectiveKind::AllReduce, kGiB, first_ranks(8)), t, ring, {});
   EXPECT_EQ(*r.algorithm, Algorithm::Ring);
   EXPECT_EQ(*r.protocol, Protocol::Simple);
   // 8 B goes to LL (NcclPicks); NCCL_PROTO=^LL takes another protocol.
   sim::NcclSettings no_ll = settings("dgx_h100");
   no_ll.overrides = models::NcclOverrides::parse(std::nullopt, "^LL", {});
-  EXPECT_NE(*sim::resolve_call(call(CollectiveKind::AllReduce, 8, first(8)), t, no_ll, {}).protocol, Protocol::LL);
+  EXPECT_NE(*sim::resolve_call(call(CollectiveKind::AllReduce, 8, first_ranks(8)), t, no_ll, {}).protocol,
+            Protocol::LL);
   // A call's own algorithm wins over the scenario's NCCL_ALGO for that call; its channels are kept.
-  auto tree = call(CollectiveKind::AllReduce, kMiB, first(8));
+  auto tree = call(CollectiveKind::AllReduce, kMiB, first_ranks(8));
   tree.algorithm = Algorithm::Tree;
   tree.channels = 3;
   const auto tr = sim::resolve_call(tree, t, ring, {});
   EXPECT_EQ(*tr.algorithm, Algorithm::Tree);
   EXPECT_EQ(*tr.channels, 3);
   // alltoall and sendrecv: p2p, LL up to 16 KiB per transfer (NCCL_P2P_LL_THRESHOLD).
-  EXPECT_EQ(*sim::resolve_call(call(CollectiveKind::AllToAll, 8 * 16 * kKiB, first(8)), t, {}, {}).protocol,
+  EXPECT_EQ(*sim::resolve_call(call(CollectiveKind::AllToAll, 8 * 16 * kKiB, first_ranks(8)), t, {}, {}).protocol,
             Protocol::LL);
-  EXPECT_EQ(*sim::resolve_call(call(CollectiveKind::SendRecv, 16 * kKiB + 4, first(8)), t, {}, {}).protocol,
+  EXPECT_EQ(*sim::resolve_call(call(CollectiveKind::SendRecv, 16 * kKiB + 4, first_ranks(8)), t, {}, {}).protocol,
             Protocol::Simple);
 }
 

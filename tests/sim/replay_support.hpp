@@ -1,10 +1,14 @@
-// What the replay tests share: a single NVSwitch node and a kernel model that times a kernel by its FLOPs alone.
+// What the sim and scenario tests share: a single NVSwitch node, DGX H100 nodes, the first n ranks, a kernel model that
+// times a kernel by its FLOPs alone, and NCCL's lowering for a replay.
 #pragma once
 
 #include "railyard/calibration/profile.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/sim/replay.hpp"
 #include "railyard/topologies/topology.hpp"
+
+#include <numeric>
+#include <vector>
 
 namespace railyard::test {
 
@@ -17,6 +21,29 @@ inline topo::ClusterSpec one_node(int gpus, double nvlink_GBps = 100, double hop
   s.nvlink_bandwidth = units::GBps(nvlink_GBps);
   s.nvlink_latency = units::us(hop_us);
   return s;
+}
+
+/// DGX H100 nodes as a scenario writes them: 18 NVLink4 links x 20.6 GB/s (NCCL's SM90_NVLINK_BW), one ConnectX-7
+/// 400 Gb/s NIC per GPU; one node alone, more on a rail-optimized fabric.
+inline topo::ClusterSpec h100_nodes(int nodes)
+{
+  topo::ClusterSpec s;
+  s.kind = nodes == 1 ? topo::ClusterKind::SingleNode : topo::ClusterKind::RailOptimized;
+  s.nodes = nodes;
+  s.gpus_per_node = 8;
+  s.nvlink_bandwidth = units::GBps(18 * 20.6);
+  s.nic_bandwidth = units::Gbps(400);
+  s.fabric_bandwidth = units::Gbps(400);
+  s.leaf_downlinks = 32;
+  return s;
+}
+
+/// Ranks 0..n-1.
+inline std::vector<int> first_ranks(int n)
+{
+  std::vector<int> r(static_cast<std::size_t>(n));
+  std::iota(r.begin(), r.end(), 0);
+  return r;
 }
 
 /// A roofline with no launch overhead and no memory limit worth the name: a kernel takes flops / peak.

@@ -3,36 +3,17 @@
 // next), its p2p lanes follow NCCL's ncclTopoComputeP2pChannels (channels rounded up to a power of two, two per
 // peer), and a communicator with unequal ranks per node has no cost-model input, as NCCL's model assumes equal ones.
 #include "railyard/sim/nccl_resolve.hpp"
+#include "replay_support.hpp"
 
 #include <gtest/gtest.h>
-
-#include <numeric>
 
 using namespace railyard;
 using models::CollectiveKind;
 
 namespace {
 
-// Four DGX H100 nodes on a rail-optimized fabric: 18 NVLink4 links x 20.6 GB/s, one 400 Gb/s NIC per GPU.
-topo::ClusterSpec h100_nodes(int nodes)
-{
-  topo::ClusterSpec s;
-  s.kind = topo::ClusterKind::RailOptimized;
-  s.nodes = nodes;
-  s.gpus_per_node = 8;
-  s.nvlink_bandwidth = units::GBps(18 * 20.6);
-  s.nic_bandwidth = units::Gbps(400);
-  s.fabric_bandwidth = units::Gbps(400);
-  s.leaf_downlinks = 32;
-  return s;
-}
-
-std::vector<int> first(int n)
-{
-  std::vector<int> r(static_cast<std::size_t>(n));
-  std::iota(r.begin(), r.end(), 0);
-  return r;
-}
+using test::first_ranks;
+using test::h100_nodes;
 
 int pow2_up(int v)
 {
@@ -49,7 +30,7 @@ TEST(NcclCommunicator, EveryCallResolvesAsAFreshResolutionDoes)
   const topo::Topology t = topo::build_topology(h100_nodes(4));
   sim::NcclSettings settings;
   settings.system = "dgx_h100";
-  const sim::NcclCommunicator comm(first(32), t, settings);
+  const sim::NcclCommunicator comm(first_ranks(32), t, settings);
   // Large, small, large again: the second large call must not see anything of the small one.
   const double sizes[] = {1024.0 * 1024 * 1024, 8, 64 * 1024, 1024.0 * 1024 * 1024, 4 * 1024 * 1024};
   for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
@@ -58,7 +39,7 @@ TEST(NcclCommunicator, EveryCallResolvesAsAFreshResolutionDoes)
       models::CollectiveCall call;
       call.kind = kind;
       call.bytes = Bytes(bytes);
-      call.ranks = first(32);
+      call.ranks = first_ranks(32);
       const auto reused = comm.resolve(call, {});
       const auto fresh = sim::resolve_call(call, t, settings, {});
       EXPECT_EQ(reused.algorithm, fresh.algorithm) << models::to_string(kind) << " " << bytes;
@@ -77,7 +58,7 @@ TEST(NcclCommunicator, P2pLanesAreTheChannelsRoundedUpToAPowerOfTwoOverTwo)
 {
   const topo::Topology t = topo::build_topology(h100_nodes(4));
   for (int n : {8, 16, 32}) {
-    const sim::NcclCommunicator comm(first(n), t, {});
+    const sim::NcclCommunicator comm(first_ranks(n), t, {});
     ASSERT_TRUE(comm.tuning().has_value()) << n;
     const int channels = comm.tuning()->comm_channels;
     ASSERT_GT(channels, 0);
@@ -91,7 +72,7 @@ TEST(NcclCommunicator, P2pLanesAreTheChannelsRoundedUpToAPowerOfTwoOverTwo)
 TEST(NcclCommunicator, UnequalRanksPerNodeHaveNoCostModelInput)
 {
   const topo::Topology t = topo::build_topology(h100_nodes(4));
-  std::vector<int> ranks = first(8);
+  std::vector<int> ranks = first_ranks(8);
   ranks.push_back(8); // eight GPUs of node 0 and one of node 1
   const sim::NcclCommunicator comm(ranks, t, {});
   EXPECT_FALSE(comm.tuning().has_value());
