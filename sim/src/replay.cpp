@@ -99,8 +99,9 @@ public:
       const replay_engine::Program& p = *rt.prog;
       const int r = rt.rank;
       for (std::uint32_t l = 0; l < p.lanes.size(); ++l) {
-        const std::string name = l < p.streams.size() ? fmt::format("rank{}-stream{}", r, p.streams[l].first)
-                                                      : fmt::format("rank{}-op{}", r, p.lanes[l].front());
+        const std::string name = p.lane_stream[l] != workloads::kUnordered
+                                     ? fmt::format("rank{}-stream{}", r, p.lane_stream[l])
+                                     : fmt::format("rank{}-op{}", r, p.lanes[l].front());
         sim_.spawn(r, name, [this, r, l] { run_lane(r, l); });
       }
       if (!flows_) continue;

@@ -28,16 +28,15 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 /// Per-program tables, shared by the ranks that run the program.
 struct Program {
   const workloads::RankGraph* g = nullptr;
-  std::vector<std::pair<workloads::StreamId, std::vector<workloads::OpId>>> streams; ///< ordered, ops in id order
-  std::vector<workloads::OpId> unordered;
   std::vector<double> duration;       ///< seconds, for compute/memcpy ops
   std::vector<std::uint8_t> external; ///< 1: an op of another lane depends on it
   std::vector<std::uint32_t> seq;    ///< collectives: position among the program's collectives on the same communicator
   std::vector<std::int32_t> p2p_pos; ///< send/recv: position in p2p_ops; -1 otherwise
   std::vector<workloads::OpId> p2p_ops;
-  /// Lanes: every stream, then each unordered op as a lane of its own; lane_of[op].
+  /// Lanes: every stream (in stream order, its ops in id order), then each unordered op as a lane of its own; the
+  /// stream of each (workloads::kUnordered for the latter).
   std::vector<std::vector<workloads::OpId>> lanes;
-  std::vector<std::uint32_t> lane_of;
+  std::vector<workloads::StreamId> lane_stream;
   double flops = 0;        ///< sum over the program's compute ops
   double min_issue = kInf; ///< earliest host issue time of the program, when it has issue times
   bool has_issue = false;

@@ -77,10 +77,7 @@ void Engine::build_programs()
       }
     for (OpId i = 0; i < n; ++i) {
       const Op& op = g.op(i);
-      if (op.stream == workloads::kUnordered)
-        p.unordered.push_back(i);
-      else
-        by_stream[op.stream].push_back(i);
+      if (op.stream != workloads::kUnordered) by_stream[op.stream].push_back(i);
       for (OpId d : g.deps(i))
         if (op.stream == workloads::kUnordered || g.op(d).stream != op.stream) p.external[d] = 1;
       if (op.kind == OpKind::Collective) p.seq[i] = next_seq[op.comm]++;
@@ -95,16 +92,15 @@ void Engine::build_programs()
       if (op.kind == OpKind::Compute || op.kind == OpKind::Memcpy) p.duration[i] = kernel_duration(g, i, example);
       if (op.kind == OpKind::Compute) p.flops += op.flops;
     }
-    for (auto& [s, ops] : by_stream)
-      p.streams.emplace_back(s, std::move(ops));
-    p.lane_of.assign(n, 0);
-    for (const auto& [s, ops] : p.streams)
-      p.lanes.push_back(ops);
-    for (OpId u : p.unordered)
-      p.lanes.push_back({u});
-    for (std::uint32_t l = 0; l < p.lanes.size(); ++l)
-      for (OpId o : p.lanes[l])
-        p.lane_of[o] = l;
+    for (auto& [s, ops] : by_stream) {
+      p.lanes.push_back(std::move(ops));
+      p.lane_stream.push_back(s);
+    }
+    for (OpId i = 0; i < n; ++i)
+      if (g.op(i).stream == workloads::kUnordered) {
+        p.lanes.push_back({i});
+        p.lane_stream.push_back(workloads::kUnordered);
+      }
   }
 }
 
