@@ -86,22 +86,26 @@ void write_chrome_trace(const ReplayResult& result, const workloads::Workload& w
                        kNetworkPid);
     sep();
     out << fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":-1}}}})", kNetworkPid);
-    for (std::size_t l : hottest_links(net, kHottestLinks)) {
-      const std::string name = json_string(net.link_info[l].name);
-      double idle_from = -1; // end of the previous sample of this link
-      auto counter = [&](double t, double utilisation, double queue) {
-        sep();
-        out << fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"utilisation":{},"queue_kB":{}}}}})", name,
-                           kNetworkPid, us(t), utilisation, queue / 1e3);
-      };
-      for (const LinkSample& s : net.links) {
-        if (s.link != l) continue;
-        if (idle_from >= 0 && s.time > idle_from * (1 + 1e-12)) counter(idle_from, 0, 0);
-        counter(s.time, s.utilisation, s.max_queue);
-        idle_from = s.time + s.interval;
-      }
-      if (idle_from >= 0) counter(idle_from, 0, 0);
+    // One pass over the samples (in time order) for all the tracks: per tracked link, its name and the end of its
+    // previous sample (-1 before the first).
+    std::map<std::uint32_t, std::pair<std::string, double>> tracks;
+    for (std::size_t l : hottest_links(net, kHottestLinks))
+      tracks.emplace(static_cast<std::uint32_t>(l), std::make_pair(json_string(net.link_info[l].name), -1.0));
+    auto counter = [&](const std::string& name, double t, double utilisation, double queue) {
+      sep();
+      out << fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"utilisation":{},"queue_kB":{}}}}})", name,
+                         kNetworkPid, us(t), utilisation, queue / 1e3);
+    };
+    for (const LinkSample& s : net.links) {
+      const auto it = tracks.find(s.link);
+      if (it == tracks.end()) continue;
+      auto& [name, idle_from] = it->second;
+      if (idle_from >= 0 && s.time > idle_from * (1 + 1e-12)) counter(name, idle_from, 0, 0);
+      counter(name, s.time, s.utilisation, s.max_queue);
+      idle_from = s.time + s.interval;
     }
+    for (const auto& [link, track] : tracks)
+      if (track.second >= 0) counter(track.first, track.second, 0, 0);
   }
   out << "\n]}\n";
 }
