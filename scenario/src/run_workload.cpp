@@ -83,6 +83,9 @@ nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
     case CommModel::Ideal:
       j["model"] = "none";
       break;
+    case CommModel::Coupled:
+      j["model"] = "coupled";
+      break;
     }
     return j;
   }
@@ -184,6 +187,13 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
       return std::optional<Seconds>(used);
     };
   }
+  if (options.comm == CommModel::Coupled && scenario.sim.fluid.queues())
+    throw InputError(workload_where,
+                     fmt::format("communication: coupled does not model DCQCN or PFC yet, and the network section "
+                                 "turns on {}",
+                                 scenario.sim.fluid.cc != CongestionControl::None ? "cc: dcqcn" : "pfc"),
+                     "remove cc and pfc from network: to time the step with max-min sharing, or use communication: "
+                     "flows (every transfer on the fluid network, with DCQCN and PFC)");
   if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && !profile)
     throw InputError(scenario.workload->where,
                      "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
@@ -233,6 +243,21 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   // The fluid network's records of a flows replay (network.outputs): `auto` keeps the aggregates only, since a
   // training step moves millions of transfers; `true` records them all.
   SimulationConfig& sim_config = result.scenario.sim;
+  if (options.comm == CommModel::Coupled) {
+    // Coupled flows are collective channels, not transfers: no flow records. Links as a flows replay keeps them.
+    sim_config.fluid.record_flows = false;
+    result.records["flows.csv"] = "not produced: communication: coupled moves each collective channel as one flow, "
+                                  "not transfers (communication: flows records them)";
+    if (scenario.records.links == Record::Auto) {
+      sim_config.fluid.record_links = false;
+      result.records["links.csv"] = "not recorded: network.outputs.links: auto keeps only the aggregates of a "
+                                    "workload run; set network.outputs.links: true (with a step-level "
+                                    "sample_interval such as 1 ms) to record them";
+    } else {
+      result.records["links.csv"] =
+          decide_record(scenario.records.links, FootprintPart{}, "links.csv", "links", sim_config.fluid.record_links);
+    }
+  }
   if (sim_config.backend == Backend::Fluid && options.comm == CommModel::Flows) {
     auto decide = [&](Record choice, const char* file, const char* key, bool& record) {
       if (choice != Record::Auto) return decide_record(choice, FootprintPart{}, file, key, record);

@@ -196,7 +196,8 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
       w.replay.comm = *m;
     else
       c->fail(fmt::format("unknown communication model '{}'", s),
-              "use flows (every transfer on the network), analytical (each collective alone on the fabric) or ideal");
+              "use coupled (each collective channel one fluid flow, sharing the fabric with everything in flight), "
+              "flows (every transfer on the network), analytical (each collective alone on the fabric) or ideal");
   }
   if (auto m = r->get("collective_model")) {
     const std::string s = m->as_string();

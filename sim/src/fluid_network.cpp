@@ -42,6 +42,23 @@ std::string to_string(CongestionControl c)
   return "?";
 }
 
+std::vector<LinkInfo> describe_links(const topo::Topology& topology)
+{
+  std::vector<LinkInfo> out(topology.num_links());
+  for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
+    LinkInfo& info = out[id];
+    const auto& from = topology.vertex(topology.link_source(id));
+    const auto& to = topology.vertex(topology.link_target(id));
+    info.name = topology.link_name(id);
+    info.kind = topo::to_string(topology.link(id).kind);
+    info.capacity = topology.link(id).bandwidth.bytes_per_sec();
+    info.from = static_cast<std::uint32_t>(topology.link_source(id));
+    info.from_switch = topo::is_fabric_switch(from.kind);
+    info.up = to.tier > from.tier;
+  }
+  return out;
+}
+
 namespace fluid {
 
 Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed, bool pxn)
@@ -85,18 +102,7 @@ Net::Net(const topo::Topology& topology, FluidConfig config, std::uint64_t seed,
         step_ = std::min(step_, links_[id].latency + cfg_.pfc.response_time.seconds());
     }
   report_.stats.links.resize(links_.size());
-  report_.link_info.resize(links_.size());
-  for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
-    LinkInfo& info = report_.link_info[id];
-    const auto& from = topo_.vertex(topo_.link_source(id));
-    const auto& to = topo_.vertex(topo_.link_target(id));
-    info.name = topo_.link_name(id);
-    info.kind = topo::to_string(topo_.link(id).kind);
-    info.capacity = topo_.link(id).bandwidth.bytes_per_sec();
-    info.from = static_cast<std::uint32_t>(topo_.link_source(id));
-    info.from_switch = topo::is_fabric_switch(from.kind);
-    info.up = to.tier > from.tier;
-  }
+  report_.link_info = describe_links(topo_);
 }
 
 Net::~Net()

@@ -27,6 +27,8 @@ std::string to_string(CommModel m)
     return "analytical";
   case CommModel::Ideal:
     return "ideal";
+  case CommModel::Coupled:
+    return "coupled";
   }
   return "?";
 }
@@ -223,7 +225,8 @@ ReplayResult replay_workload(const workloads::Workload& workload, const topo::To
                                 "collectives (sim::nccl_lowering for NCCL's choice, or your own)");
   Engine engine(workload, topology, config, profile, options);
   engine.prepare();
-  if (options.comm != CommModel::Flows && options.discrete_events) {
+  // Coupled runs its network on the event loop's calendar: there is no actor-driven variant of it.
+  if (options.comm == CommModel::Coupled || (options.comm != CommModel::Flows && options.discrete_events)) {
     EventLoopDriver driver;
     engine.attach(driver, nullptr);
     driver.run(engine);

@@ -67,6 +67,11 @@ void Engine::attach(Driver& driver, FlowNetwork* net)
   net_ = net;
   if (opt_.comm == CommModel::Flows && !net_)
     throw std::logic_error("replay engine: the flows model needs a network to run on");
+  if (opt_.comm == CommModel::Coupled) {
+    cnet_ = std::make_unique<coupled::Network>(topo_, cfg_.fluid.record_links, cfg_.fluid.sample_interval.seconds());
+    msg_latency_.assign(msgs_.size(), 0.0);
+    link_k_.assign(topo_.num_links(), 0.0);
+  }
 }
 
 void Engine::start()
@@ -109,6 +114,10 @@ void Engine::post(double at, LaneEv type, int rank, std::uint32_t lane, std::uin
 void Engine::handle(const LaneEvent& e)
 {
   now_ = driver_->now();
+  if (e.type >= LaneEv::NetStart) {
+    handle_net(e);
+    return;
+  }
   RankRt& rt = ranks_[e.rank];
   switch (e.type) {
   case LaneEv::OpDone:
@@ -129,6 +138,10 @@ void Engine::handle(const LaneEvent& e)
     net_->isend(m.src, m.dst, m.net_tag, Bytes(m.bytes));
     break;
   }
+  case LaneEv::NetStart:
+  case LaneEv::NetEnd:
+  case LaneEv::NetSolve:
+    break; // handled above
   }
 }
 
@@ -297,8 +310,15 @@ void Engine::start_collective(RankRt& rt, std::uint32_t l, OpId op_id, const Op&
     post(now_, LaneEv::RunSchedule, rt.rank, l);
     return;
   }
-  // Analytical, ideal: the collective starts when its last member arrives and ends for all of them together.
+  // Analytical, ideal, coupled: the collective starts when its last member arrives and ends for all of them together.
   inst.members.emplace_back(rt.rank, l);
+  if (opt_.comm == CommModel::Coupled) {
+    if (++inst.arrived == n) {
+      start_coupled(rt, op_id, op, comm, inst);
+      instances_.erase(key);
+    }
+    return;
+  }
   if (++inst.arrived == n) {
     const double end = now_ + (opt_.comm == CommModel::Ideal ? 0.0 : analytical_time(rt, op_id, op, comm, inst.bytes));
     for (const auto& [r, lane] : inst.members)
@@ -340,6 +360,9 @@ void Engine::start_send(RankRt& rt, std::uint32_t l, OpId op_id)
     break;
   case CommModel::Ideal:
     post(now_, LaneEv::Deliver, rt.rank, l, id);
+    break;
+  case CommModel::Coupled:
+    send_coupled(id);
     break;
   }
 }
@@ -506,6 +529,12 @@ ReplayResult Engine::collect(const FlowTotals& flows)
   });
   out.events = std::move(events_);
   out.flows = flows;
+  if (cnet_) {
+    cnet_->finish(end);
+    out.network = std::make_shared<const FluidReport>(cnet_->take_report());
+    out.flows = coupled_totals_;
+    out.collectives = std::move(runs_);
+  }
   out.notes = std::move(notes_);
   return out;
 }

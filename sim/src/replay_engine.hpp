@@ -6,6 +6,8 @@
 // the driver hands each back at its date through handle().
 #pragma once
 
+#include "coupled_network.hpp"
+#include "railyard/common/slot_pool.hpp"
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/replay.hpp"
 
@@ -110,6 +112,49 @@ struct Instance {
   std::shared_ptr<const models::Schedule> schedule; ///< flows
 };
 
+/// Coupled: a lowered collective as the network sees it. Each channel is one part, a coupled flow over the links of
+/// its edges (all-to-all and send/recv schedules: each edge of a channel a part of its own); a part ends `latency`
+/// after its last byte left (the channel's steps: per step the slowest edge's path latency and the per-hop cost).
+struct CoupledPart {
+  std::vector<coupled::Load> loads;
+  double ref_bytes = 0;  ///< bytes its heaviest edge moves: the flow's size, at rate r on a link of multiplicity 1
+  double latency = 0;    ///< seconds after its data phase
+  double wire_bytes = 0; ///< bytes on the wire over all its edges (the totals' bytes sent and received)
+  double cap = std::numeric_limits<double>::infinity(); ///< bytes per second its busiest step allows
+  std::uint32_t copies = 1; ///< channels alike merged into this flow (its loads count them all)
+};
+/// Coupled: a lowered call's edges and latency terms, per channel, whatever ECMP picks (coupled_shape).
+struct CoupledShape {
+  struct Edge {
+    int src = 0, dst = 0;
+    double bytes = 0;   ///< over the whole call
+    double latency = 0; ///< its path's (the longest of its QPs')
+  };
+  static constexpr std::uint32_t kSelf = ~0U; ///< a send to the same GPU: no edge
+  struct Channel {
+    std::vector<Edge> edges;
+    /// (pattern, the edge of each of its sends in Pattern::sends order) for each pattern the channel's steps use
+    std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> patterns;
+  };
+  std::vector<Channel> channels;
+  bool independent = false; ///< all-to-all, send/recv: each edge a flow of its own
+  bool single_paths = true; ///< every edge has one path (ECMP has nothing to choose: the plan holds for every call)
+};
+struct CoupledPlan {
+  std::vector<CoupledPart> parts;
+  double launch = 0; ///< before the data phase (Schedule::launch)
+  double alone = 0;  ///< the whole call alone on the fabric, seconds
+};
+
+/// Coupled: a collective call in flight.
+struct Running {
+  std::vector<std::pair<int, std::uint32_t>> members; ///< (rank, lane)
+  std::shared_ptr<const CoupledPlan> plan;
+  std::uint32_t parts_left = 0;
+  double start = 0, end = 0;
+  CollectiveRun run;
+};
+
 /// What a driver hands back to a lane at a date.
 enum class LaneEv : std::uint8_t {
   OpDone,      ///< the running op (or run of compute ops) ends
@@ -118,6 +163,10 @@ enum class LaneEv : std::uint8_t {
   RunSchedule, ///< flows: run this rank's part of the collective's schedule on the network (blocking, in the lane's
                ///< actor)
   Isend,       ///< flows: put message `arg` on the network (in the lane's actor)
+  // Coupled: the network's own events (rank and lane unused)
+  NetStart, ///< collective call `arg` (a Running) starts its data phase: its parts enter the network
+  NetEnd,   ///< flow `arg` of the coupled network ends, if `gen` is still its version
+  NetSolve, ///< re-solve the rates the changes at this date touch
 };
 struct LaneEvent {
   LaneEv type;
@@ -184,6 +233,21 @@ private:
   std::size_t kind_of(int comm) const;
   int position(const RankRt& rt, int comm) const;
 
+  // coupled (replay_coupled.cpp)
+  void start_coupled(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op, int comm, Instance& inst);
+  std::shared_ptr<const CoupledShape> coupled_shape(const models::Schedule& s);
+  std::shared_ptr<const CoupledPlan> coupled_plan(const models::Schedule& s);
+  bool single_path(int src, int dst);
+  static std::uint64_t edge_key(int src, int dst, std::size_t channel, std::uint64_t salt);
+  std::pair<double, double> critical_path(const models::Schedule& s, const CoupledShape& shape, std::size_t c,
+                                          double rate);
+  /// The paths of a connection's QPs (or, spraying, of every equal-cost path) and the share of its bytes each takes.
+  void connection_paths(int src, int dst, std::uint64_t key, std::vector<std::pair<topo::Path, double>>& out);
+  void handle_net(const LaneEvent& e);
+  void part_done(std::uint32_t running, std::uint32_t part, double t);
+  void send_coupled(std::uint32_t message);
+  void request_solve();
+
   // the rules (replay_engine.cpp)
   void post(double at, LaneEv type, int rank, std::uint32_t lane, std::uint32_t arg = 0);
   double release_time(const RankRt& rt, workloads::OpId op) const;
@@ -222,6 +286,26 @@ private:
   std::vector<int> traced_;
   std::vector<TraceEvent> events_;
   std::uint64_t ops_done_ = 0; ///< over all ranks, for the progress probe only
+  // coupled
+  std::unique_ptr<coupled::Network> cnet_;
+  std::unordered_map<const models::Schedule*, std::shared_ptr<const CoupledShape>> shapes_;
+  std::unordered_map<const models::Schedule*, std::shared_ptr<const CoupledPlan>> plans_;
+  std::vector<double> link_k_;          ///< plan scratch: multiplicity per link (zero between uses)
+  std::vector<std::uint32_t> touched_;  ///< plan scratch: links with a nonzero link_k_
+  /// critical_path's scratch: a date at the rate asked, split as its latency part and its bytes part
+  struct CpTime {
+    double t = 0, a = 0, b = 0;
+  };
+  std::vector<CpTime> send_ready_, post_recv_, arrive_;
+  std::vector<std::int32_t> slot_;
+  std::unordered_map<std::uint64_t, std::vector<topo::Path>> spray_paths_;
+  std::unordered_map<std::uint64_t, bool> single_path_;
+  SlotPool<Running> running_;
+  std::vector<double> msg_latency_; ///< per message: its path latency
+  std::vector<CollectiveRun> runs_;
+  FlowTotals coupled_totals_;
+  std::uint64_t salt_ = 0; ///< ecmp per_flow: calls hashed so far
+  bool solve_posted_ = false;
   std::vector<std::string> notes_;
 };
 

@@ -153,6 +153,8 @@ std::string expected_collective_model(sim::CommModel m)
     return "schedule";
   case sim::CommModel::Ideal:
     return "none";
+  case sim::CommModel::Coupled:
+    return "coupled";
   }
   return "?";
 }
@@ -161,7 +163,7 @@ TEST_F(RunModes, EveryListedModeHasACase)
 {
   for (std::string_view f : scn::kTraceFormats)
     EXPECT_TRUE(sources().count(std::string(f))) << "trace format '" << f << "' has no CLI case here: add one";
-  EXPECT_EQ(sim::kCommModels.size(), 3u) << "a communication model was added: give it its expectations below";
+  EXPECT_EQ(sim::kCommModels.size(), 4u) << "a communication model was added: give it its expectations below";
   EXPECT_EQ(sim::kBackends.size(), 2u) << "a backend was added: run flows on it below";
 }
 

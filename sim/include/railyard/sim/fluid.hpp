@@ -118,6 +118,9 @@ struct LinkInfo {
   bool from_switch = false, up = false; ///< a switch's egress port; towards a higher tier
 };
 
+/// Name, kind, capacity and direction of every link of the topology, by link id (FluidReport::link_info).
+std::vector<LinkInfo> describe_links(const topo::Topology& topology);
+
 struct FluidReport {
   std::vector<LinkInfo> link_info; ///< per link id
   std::vector<FlowRecord> flows;

@@ -46,11 +46,17 @@ enum class CommModel {
   Flows,      ///< every transfer of every lowered collective and send is a flow on the FlowNetwork (contention)
   Analytical, ///< each collective alone on the fabric: its lowered schedule evaluated in closed form
   Ideal,      ///< communication is free; only its ordering (rendezvous, message arrival) remains
+  /// Collective-level flows on Railyard's event loop: every channel of a lowered collective is one coupled fluid flow
+  /// over the links its steps use (all edges at one rate, k x rate on a link k edges cross), max-min fair with
+  /// everything else in flight; all-to-all pairs and point-to-point messages are flows of their own. Time = launch +
+  /// the steps' latency terms + bytes over the rate integrated in time (sim/README.md, "Collective-level flows").
+  Coupled,
 };
 std::string to_string(CommModel m);
 /// Every communication model a scenario can name (`to_string` of each is its name): the parser accepts exactly these,
 /// and the CLI tests run each of them through the binary.
-inline constexpr std::array kCommModels{CommModel::Flows, CommModel::Analytical, CommModel::Ideal};
+inline constexpr std::array kCommModels{CommModel::Flows, CommModel::Analytical, CommModel::Ideal,
+                                        CommModel::Coupled};
 
 struct ReplayOptions {
   CommModel comm = CommModel::Flows;
@@ -110,6 +116,19 @@ struct TraceEvent {
   double start_s = 0, end_s = 0;
 };
 
+/// Coupled: one collective call (all its members together), when it ran and what it would have taken alone on the
+/// fabric, so end_s - start_s over alone_s is its congestion factor.
+struct CollectiveRun {
+  std::int32_t comm = 0;
+  models::CollectiveKind kind = models::CollectiveKind::AllReduce;
+  std::uint8_t group = 0; ///< workloads::GroupKind of the communicator (index into kGroupKinds arrays)
+  double bytes = 0;
+  double start_s = 0; ///< its last member arrived
+  double end_s = 0;   ///< it ended for every member
+  double alone_s = 0; ///< the same call alone on the fabric (launch, latency terms, bytes at its max-min rates alone)
+  [[nodiscard]] double factor() const { return alone_s > 0 ? (end_s - start_s) / alone_s : 1.0; }
+};
+
 struct ReplayResult {
   CommModel comm = CommModel::Flows;
   Seconds start{0};     ///< earliest op start (0 unless the first host launch comes later)
@@ -127,6 +146,8 @@ struct ReplayResult {
   FlowTotals flows;
   /// Flows on the fluid backend: its flows, link samples (as its FluidConfig records them) and statistics; else null.
   std::shared_ptr<const FluidReport> network;
+  /// Coupled: every collective call of multi-rank communicators, in the order they ended.
+  std::vector<CollectiveRun> collectives;
   std::uint64_t ops_executed = 0;
   std::vector<std::string> notes;
 };
