@@ -12,6 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <tuple>
 
 namespace railyard::scenario {
 
@@ -65,6 +69,90 @@ nlohmann::ordered_json breakdown_json(const TimeBreakdown& b, double step)
   f["idle"] = frac(b.idle_s);
   j["fractions_of_step"] = f;
   return j;
+}
+
+/// Congestion factor bins: a call's time over its time alone falls in [edge[i], edge[i + 1]).
+constexpr std::array<double, 10> kFactorEdges{1.0, 1.01, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0};
+
+/// The value at quantile q of sorted values (nearest rank).
+double quantile(const std::vector<double>& sorted, double q)
+{
+  if (sorted.empty()) return 0;
+  const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, i == 0 ? 0 : i - 1)];
+}
+
+/// Coupled: how much the collectives of each group kind were slowed by what else ran (summary.json "congestion").
+nlohmann::ordered_json congestion_json(const std::vector<CollectiveRun>& runs)
+{
+  nlohmann::ordered_json j;
+  j["what"] = "per collective call: its time (last member arrived to done) over the same call alone on the fabric";
+  std::vector<std::string> edges;
+  for (std::size_t i = 0; i < kFactorEdges.size(); ++i)
+    edges.push_back(i + 1 < kFactorEdges.size() ? fmt::format("[{}, {})", kFactorEdges[i], kFactorEdges[i + 1])
+                                                : fmt::format(">= {}", kFactorEdges[i]));
+  j["histogram_bins"] = edges;
+  nlohmann::ordered_json kinds = nlohmann::ordered_json::object();
+  for (std::size_t k = 0; k < kGroupKinds; ++k) {
+    std::vector<double> f;
+    double time = 0, alone = 0;
+    std::vector<std::uint64_t> hist(kFactorEdges.size(), 0);
+    for (const auto& r : runs) {
+      if (r.group != k) continue;
+      const double x = r.factor();
+      f.push_back(x);
+      time += r.end_s - r.start_s;
+      alone += r.alone_s;
+      const auto bin = std::upper_bound(kFactorEdges.begin(), kFactorEdges.end(), x) - kFactorEdges.begin();
+      ++hist[static_cast<std::size_t>(std::max<std::ptrdiff_t>(bin - 1, 0))];
+    }
+    if (f.empty()) continue;
+    std::sort(f.begin(), f.end());
+    kinds[kKindNames[k]] = {{"calls", f.size()},
+                            {"time_s", time},
+                            {"alone_s", alone},
+                            {"factor", alone > 0 ? time / alone : 1.0},
+                            {"p50", quantile(f, 0.5)},
+                            {"p90", quantile(f, 0.9)},
+                            {"p99", quantile(f, 0.99)},
+                            {"max", f.back()},
+                            {"histogram", hist}};
+  }
+  j["by_group"] = kinds;
+  return j;
+}
+
+/// congestion.csv: one row per distinct (group kind, communicator size class: collective, bytes) of the step.
+void write_congestion_csv(const std::vector<CollectiveRun>& runs, std::ostream& out)
+{
+  struct Agg {
+    std::uint64_t calls = 0;
+    double time = 0, alone = 0, max = 0;
+  };
+  std::map<std::tuple<std::uint8_t, int, double>, Agg> rows;
+  for (const auto& r : runs) {
+    Agg& a = rows[{r.group, static_cast<int>(r.kind), r.bytes}];
+    ++a.calls;
+    a.time += r.end_s - r.start_s;
+    a.alone += r.alone_s;
+    a.max = std::max(a.max, r.factor());
+  }
+  CsvWriter csv(out);
+  for (const char* h : {"group", "collective", "bytes", "calls", "mean_time_s", "alone_s", "factor", "max_factor"})
+    csv.field(h);
+  csv.end_record();
+  for (const auto& [key, a] : rows) {
+    const auto& [group, kind, bytes] = key;
+    csv.field(kKindNames[group]);
+    csv.field(models::to_string(static_cast<models::CollectiveKind>(kind)));
+    csv.field(bytes);
+    csv.field(a.calls);
+    csv.field(a.time / static_cast<double>(a.calls));
+    csv.field(a.alone / static_cast<double>(a.calls));
+    csv.field(a.alone > 0 ? a.time / a.alone : 1.0);
+    csv.field(a.max);
+    csv.end_record();
+  }
 }
 
 nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
@@ -145,6 +233,19 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
     profile = std::make_shared<const calibration::Profile>(calibration::read_profile(scenario.profile));
   if (profile) result.profile_system = profile->system;
   ReplayOptions options = scenario.workload->replay;
+  std::string default_note;
+  if (!scenario.workload->communication_given) {
+    // The default: collectives as coupled flows on a multi-node fabric (contention between everything in flight, in
+    // seconds at thousands of GPUs); per-step flows inside one node, and wherever DCQCN or PFC is on.
+    const bool coupled = scenario.cluster.nodes > 1 && !scenario.sim.fluid.queues();
+    options.comm = coupled ? CommModel::Coupled : CommModel::Flows;
+    default_note = coupled ? "communication: coupled, the default on a multi-node cluster (replay.communication "
+                             "names another: flows, analytical or ideal)"
+                   : scenario.cluster.nodes > 1
+                       ? "communication: flows, the default on a multi-node cluster whose network turns on DCQCN or "
+                         "PFC (coupled does not model them yet)"
+                       : "communication: flows, the default inside one node";
+  }
   const std::size_t max_steps = limits.step_budget(footprint);
   options.lower = nccl_lowering(topology, scenario.nccl, scenario.step_overhead, max_steps);
   // collective_model: profile: the fit where the profile covers the call, else the schedule; every distinct shape
@@ -271,6 +372,7 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   }
   if (probe) probe->phase = "replaying";
   result.replay = replay_workload(result.workload, topology, sim_config, profile.get(), options);
+  if (!default_note.empty()) result.replay.notes.insert(result.replay.notes.begin(), default_note);
   result.collective_costs = std::move(*costs);
   return result;
 }
@@ -358,6 +460,10 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
                 {"wire_bytes_sent", r.flows.bytes_sent},
                 {"wire_bytes_received", r.flows.bytes_received}};
   if (r.network) j["network"] = write_network_outputs(*r.network, result.scenario.sim.fluid, result.records, folder);
+  if (r.comm == CommModel::Coupled) {
+    j["congestion"] = congestion_json(r.collectives);
+    folder.write("congestion.csv", [&](std::ostream& out) { write_congestion_csv(r.collectives, out); });
+  }
   j["notes"] = r.notes;
   // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.
   folder.write("summary.json", [&](std::ostream& out) { out << j.dump(2) << "\n"; });

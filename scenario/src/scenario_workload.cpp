@@ -192,8 +192,10 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
     const std::string s = c->as_string();
     const auto* m =
         std::find_if(kCommModels.begin(), kCommModels.end(), [&](CommModel x) { return to_string(x) == s; });
-    if (m != kCommModels.end())
+    if (m != kCommModels.end()) {
       w.replay.comm = *m;
+      w.communication_given = true;
+    }
     else
       c->fail(fmt::format("unknown communication model '{}'", s),
               "use coupled (each collective channel one fluid flow, sharing the fabric with everything in flight), "

@@ -27,6 +27,9 @@ struct WorkloadSpec {
   workloads::LayerWorkloadOptions layer; ///< text formats: world_size, model_parallel, tick
   bool infer_cross_stream_deps = true;   ///< kineto
   sim::ReplayOptions replay;
+  /// `replay.communication` was written; else run_workload picks: coupled on a multi-node cluster (flows when the
+  /// network turns on DCQCN or PFC, which coupled does not model yet), flows inside one node.
+  bool communication_given = false;
   /// `replay.collective_model` (analytical communication only): time each collective by its lowered schedule
   /// (`schedule`, the default), or by the profile's fitted collective cost where the profile covers the call and by
   /// the schedule elsewhere (`profile`; sim::profile_collective_cost says what "covers" means).

@@ -1,0 +1,154 @@
+// `replay.communication: coupled` through the binary: generated training steps on 64 and 256 GPUs agree with the
+// per-step flows replay on the fluid backend (no congestion control, same seed), on a rail-optimized fabric and on a
+// 2:1 fat tree; bytes sent are bytes received; it is the default on a multi-node cluster; its outputs (summary.json's
+// congestion and network, congestion.csv, links.csv and the trace's link tracks) are written; DCQCN or PFC with it is
+// refused with exit 2.
+#include "cli_support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+using railyard::test::read_file;
+using railyard::test::run_cli;
+using railyard::test::shell_quote;
+using railyard::test::temp_dir;
+
+namespace {
+
+/// A Megatron-style step (a Llama-like model cut to 8 layers) with TP 8 inside a node, PP 2 and DP over the rest.
+std::string step_yaml(int nodes, const std::string& fabric, const std::string& network, const std::string& replay)
+{
+  const int dp = nodes / 2;
+  return "name: coupled_step\nseed: 3\ncluster:\n  " + fabric + "\n  nodes: " + std::to_string(nodes) +
+         "\n  gpus_per_node: 8\n  node: {nvlink_bandwidth: 370.8 GB/s, nvlink_latency: 0.5 us, pcie_bandwidth: 64 "
+         "GB/s}\n  nic: {bandwidth: 400 Gb/s, latency: 1 us}\n" +
+         (network.empty() ? "" : "network: " + network + "\n") + "nccl: {system: dgx_h100}\nprofile: " +
+         (fs::path(RAILYARD_SOURCE_DIR) / "calibration/profiles/dgx_h100_ib_ndr.yaml").string() +
+         "\nworkload:\n  generator: megatron\n  model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: "
+         "14336, gated_mlp: true, seq_length: 4096, vocab: 32000}\n  parallel: {tp: 8, pp: 2, dp: " +
+         std::to_string(dp) + ", zero: 1}\n  training: {micro_batch: 1, global_batch: " + std::to_string(4 * dp) +
+         ", recompute: selective}\n  replay: {" + replay + "}\n";
+}
+
+const std::string kRail = "kind: rail_optimized\n  fabric: {leaf_downlinks: 32, link_bandwidth: 400 Gb/s}";
+/// Two nodes per leaf, 8 uplinks for 16 NIC ports.
+const std::string kFat2to1 =
+    "kind: fat_tree\n  fabric: {leaf_downlinks: 16, oversubscription: 2, link_bandwidth: 400 Gb/s}";
+
+nlohmann::json run_ok(const fs::path& dir, const std::string& name, const std::string& yaml,
+                      const std::string& extra = "")
+{
+  const fs::path file = dir / (name + ".yaml");
+  std::ofstream(file) << yaml;
+  const auto r = run_cli("run " + shell_quote(file.string()) + " --out " + shell_quote((dir / name).string()) + extra);
+  EXPECT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+  if (r.exit_code != 0) return {};
+  return nlohmann::json::parse(read_file(dir / name / "summary.json"));
+}
+
+double step_of(const nlohmann::json& j)
+{
+  return j.is_object() ? j.at("step_time_s").get<double>() : NAN;
+}
+
+} // namespace
+
+// The same steps, coupled and per-step flows on the fluid backend (spraying on the fat tree, so both see the same
+// paths): within 2% (measured: 0.05% and less). Coupled moves the bytes the flows replay moves.
+TEST(CliCoupled, TrainingStepsAgreeWithPerStepFlows)
+{
+  const fs::path dir = temp_dir("coupled_steps");
+  struct Case {
+    std::string name;
+    int nodes;
+    std::string fabric, network;
+  };
+  for (const Case& c :
+       {Case{"rail64", 8, kRail, "{backend: fluid}"}, Case{"fat64", 8, kFat2to1, "{backend: fluid, ecmp: spray}"},
+        Case{"rail256", 32, kRail, "{backend: fluid}"}}) {
+    const auto coupled = run_ok(dir, c.name + "_coupled",
+                                step_yaml(c.nodes, c.fabric, c.network, "communication: coupled, trace_ranks: none"));
+    const auto flows = run_ok(dir, c.name + "_flows",
+                              step_yaml(c.nodes, c.fabric, c.network, "communication: flows, trace_ranks: none"));
+    ASSERT_TRUE(coupled.is_object() && flows.is_object()) << c.name;
+    EXPECT_EQ(coupled["communication"], "coupled");
+    std::printf("%-8s coupled %.6f s  flows %.6f s  %+.3f%%\n", c.name.c_str(), step_of(coupled), step_of(flows),
+                100 * (step_of(coupled) / step_of(flows) - 1));
+    EXPECT_NEAR(step_of(coupled), step_of(flows), 0.02 * step_of(flows)) << c.name;
+    const auto& f = coupled["flows"];
+    EXPECT_GT(f["wire_bytes_sent"].get<double>(), 0) << c.name;
+    EXPECT_NEAR(f["wire_bytes_sent"].get<double>(), f["wire_bytes_received"].get<double>(),
+                1e-9 * f["wire_bytes_sent"].get<double>())
+        << c.name;
+    EXPECT_EQ(f["sent"], f["received"]) << c.name;
+    // Every collective call of the step is counted, by group kind; none is faster than alone.
+    const auto& groups = coupled["congestion"]["by_group"];
+    ASSERT_TRUE(groups.contains("tp") && groups.contains("dp")) << c.name;
+    for (const auto& [kind, g] : groups.items()) {
+      EXPECT_GE(g["factor"].get<double>(), 1 - 1e-9) << c.name << " " << kind;
+      EXPECT_GE(g["p50"].get<double>(), 1 - 1e-9) << c.name << " " << kind;
+      std::uint64_t in_bins = 0;
+      for (const auto& h : g["histogram"])
+        in_bins += h.get<std::uint64_t>();
+      EXPECT_EQ(in_bins, g["calls"].get<std::uint64_t>()) << c.name << " " << kind;
+    }
+    EXPECT_TRUE(fs::exists(dir / (c.name + "_coupled") / "congestion.csv")) << c.name;
+  }
+}
+
+// Without replay.communication, a multi-node step runs coupled and says so; one node keeps per-step flows.
+TEST(CliCoupled, DefaultOnAMultiNodeCluster)
+{
+  const fs::path dir = temp_dir("coupled_default");
+  const auto multi = run_ok(dir, "multi", step_yaml(2, kRail, "", "trace_ranks: none"));
+  ASSERT_TRUE(multi.is_object());
+  EXPECT_EQ(multi["communication"], "coupled");
+  EXPECT_NE(multi["notes"].dump().find("the default on a multi-node cluster"), std::string::npos) << multi["notes"];
+  std::string one = step_yaml(2, kRail, "", "trace_ranks: none");
+  one.replace(one.find("nodes: 2"), 8, "nodes: 1");
+  one.replace(one.find("pp: 2, dp: 1"), 12, "pp: 1, dp: 1");
+  const auto single = run_ok(dir, "single", one);
+  ASSERT_TRUE(single.is_object());
+  EXPECT_EQ(single["communication"], "flows");
+}
+
+// Links sampled at a step-level interval on request: links.csv, the hottest links with their utilisation, and the
+// trace's counter tracks for them.
+TEST(CliCoupled, LinkRecordsAndTrace)
+{
+  const fs::path dir = temp_dir("coupled_links");
+  const auto j = run_ok(dir, "links",
+                        step_yaml(8, kFat2to1,
+                                  "{backend: fluid, ecmp: per_qp, outputs: {links: true, sample_interval: "
+                                  "1 ms}}",
+                                  "communication: coupled"));
+  ASSERT_TRUE(j.is_object());
+  const auto& hot = j["network"]["hottest_links"];
+  ASSERT_FALSE(hot.empty());
+  EXPECT_GT(hot[0]["utilisation"].get<double>(), 0);
+  EXPECT_LE(hot[0]["utilisation"].get<double>(), 1 + 1e-9);
+  EXPECT_EQ(j["network"]["sample_interval_s"].get<double>(), 1e-3);
+  const std::string links = read_file(dir / "links" / "links.csv");
+  EXPECT_GT(std::count(links.begin(), links.end(), '\n'), 10);
+  EXPECT_NE(read_file(dir / "links" / "trace.json").find("network: hottest links"), std::string::npos);
+}
+
+TEST(CliCoupled, CongestionControlIsRefused)
+{
+  const fs::path dir = temp_dir("coupled_cc");
+  const fs::path file = dir / "cc.yaml";
+  std::ofstream(file) << step_yaml(2, kRail, "{backend: fluid, cc: dcqcn}", "communication: coupled");
+  const auto r = run_cli("run " + shell_quote(file.string()) + " --out " + shell_quote((dir / "out").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("coupled does not model DCQCN or PFC yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cc: dcqcn"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "summary.json"));
+}
