@@ -93,6 +93,7 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
     std::string redop = "sum";
     int root = 0;
     int iters = 1;
+    std::string communication = "auto";
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -126,6 +127,10 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
   cmd->add_option("-r,--root", o->root, "root rank of broadcast and reduce")->capture_default_str();
   cmd->add_option("-n,--iters", o->iters, "calls per size, back to back; the time is their average")
       ->capture_default_str();
+  cmd->add_option("--communication", o->communication,
+                  "flows (every transfer of the lowered schedule on the scenario's network), coupled (each channel "
+                  "one fluid flow: seconds at thousands of GPUs) or auto (coupled from 512 ranks on)")
+      ->capture_default_str();
   cmd->callback([o, action] {
     *action = [o] {
       scn::Scenario scenario = scn::load_scenario_cluster(o->scenario);
@@ -143,6 +148,7 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
       opts.redop = o->redop;
       opts.root = o->root;
       opts.iters = o->iters;
+      opts.communication = o->communication;
       const int gpus = scenario.cluster.gpus();
       if (o->ngpus && o->ranks)
         throw InputError(InputLocation{"railyard nccl-tests", 0, "-g/--ranks"}, "both -g and --ranks are given",

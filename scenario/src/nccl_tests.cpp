@@ -1,4 +1,5 @@
 #include "railyard/scenario/nccl_tests.hpp"
+#include "railyard/sim/replay.hpp"
 
 #include "railyard/common/child_process.hpp"
 #include "railyard/models/nccl_tuning.hpp"
@@ -85,6 +86,35 @@ std::string time_str(double us)
 
 } // namespace
 
+/// `iters` calls of schedule `s` back to back as coupled flows (the replay engine on one communicator of `ranks`): the
+/// average time of a call. Each call starts once every rank has finished the previous one, as nccl-tests' ranks do
+/// with one call in flight per stream.
+Seconds coupled_time(const topo::Topology& topology, const SimulationConfig& config, const std::vector<int>& ranks,
+                     const models::Schedule& s, int iters)
+{
+  workloads::Workload w;
+  const int c = w.add_communicator("nccl-tests", workloads::GroupKind::Other, ranks);
+  std::vector<char> member(static_cast<std::size_t>(topology.num_gpus()), 0);
+  for (int g : ranks)
+    member[static_cast<std::size_t>(g)] = 1;
+  for (int g = 0; g < topology.num_gpus(); ++g) {
+    workloads::RankGraphBuilder b;
+    if (member[static_cast<std::size_t>(g)])
+      for (int i = 0; i < iters; ++i)
+        b.add(workloads::Op::make_collective(s.kind, s.bytes, c, -1, 0), "call");
+    w.add_rank(b.finish());
+  }
+  ReplayOptions o;
+  o.comm = CommModel::Coupled;
+  o.trace_ranks = std::vector<int>{};
+  o.lower = [&s](const models::CollectiveCall&, const InputLocation&) { return s; };
+  SimulationConfig quiet = config; // the table needs times only: no link samples
+  quiet.fluid.record_links = false;
+  quiet.fluid.record_flows = false;
+  const ReplayResult r = replay_workload(w, topology, quiet, nullptr, o);
+  return Seconds(r.step_time.seconds() / iters);
+}
+
 NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOptions& options)
 {
   const InputLocation where{scenario.file, 0, "nccl-tests"};
@@ -103,6 +133,13 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
   if (options.step_factor > 1 && options.min_bytes == 0)
     bad("-b", "a sweep that multiplies from 0 bytes never grows", "start at -b 8 or more");
   if (options.iters < 1) bad("-n/--iters", fmt::format("iters = {}", options.iters), "give 1 or more");
+  if (options.communication != "auto" && options.communication != "flows" && options.communication != "coupled")
+    bad("--communication", fmt::format("unknown communication '{}'", options.communication),
+        "use auto (coupled from 512 ranks on), flows (every transfer on the network) or coupled (each channel one "
+        "fluid flow)");
+  if (options.communication == "coupled" && scenario.sim.fluid.queues())
+    bad("--communication", "coupled does not model DCQCN or PFC yet, and the scenario's network turns them on",
+        "use --communication flows, or remove cc and pfc from the scenario's network section");
 
   const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
   NcclTestsRun run;
@@ -126,6 +163,8 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
   run.proto_env = scenario.nccl.proto;
   // One communicator for the whole sweep, as nccl-tests creates one and calls it for every size.
   const NcclCommunicator comm(ranks, topology, scenario.nccl);
+  run.coupled = options.communication == "coupled" ||
+                (options.communication == "auto" && run.nranks >= kCoupledFrom && !scenario.sim.fluid.queues());
 
   for (std::int64_t size = options.min_bytes; size <= options.max_bytes;
        size = options.step_factor > 1 ? size * options.step_factor : size + options.step_bytes) {
@@ -141,6 +180,18 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     // Every size in a simulation of its own: nccl-tests puts a barrier between sizes, and without one the ranks that
     // finish a size first would start the next early and its time would include the previous size's tail. SimGrid
     // runs one engine per process, so each simulation runs in a child process.
+    if (run.coupled) {
+      row.time = coupled_time(topology, scenario.sim, ranks, s, options.iters);
+      const double t = row.time.seconds();
+      row.algbw_GBps = t > 0 ? static_cast<double>(row.counts.size_bytes) / t / 1e9 : 0.0;
+      row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
+      run.rows.push_back(std::move(row));
+      if (size == 0 && options.step_factor > 1) break;
+      if (options.step_factor > 1 ? size > options.max_bytes / options.step_factor
+                                  : size > options.max_bytes - options.step_bytes)
+        break;
+      continue;
+    }
     const auto r = run_in_child([&] {
       Simulation sim(topology, scenario.sim);
       const auto timings =
@@ -212,6 +263,9 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
   out << "# Out of bounds values : 0 OK\n";
   out << fmt::format("# Avg bus bandwidth    : {} \n", fmt::format("{:g}", bus_count ? bus_sum / bus_count : 0.0));
   out << "#\n";
+  out << (run.coupled ? "# Railyard: communication coupled (each channel one fluid flow; --communication flows runs "
+                        "every transfer)\n"
+                      : "# Railyard: communication flows (every transfer on the network)\n");
   out << "# Railyard: NCCL's choice per size (algorithm/protocol, channels):\n";
   const bool p2p = o.kind == models::CollectiveKind::AllToAll || o.kind == models::CollectiveKind::SendRecv;
   for (const auto& row : run.rows)

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -273,3 +274,48 @@ TEST(NcclTestsCli, HelpNamesTheOptions)
 }
 
 } // namespace
+
+// --communication coupled runs each channel as one fluid flow: on one NVSwitch node a ring's transfers all move at one
+// rate, so its table equals the per-step flows' to the printed digit; auto picks coupled from 512 ranks on and says
+// so; a misspelt value exits 2 naming the option.
+TEST(NcclTestsCli, CoupledCommunication)
+{
+  auto times = [](const CliResult& r) {
+    std::vector<double> t;
+    for (const auto& row : calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log").rows)
+      t.push_back(row.out_of_place->time_us);
+    return t;
+  };
+  const std::string base = "nccl-tests --scenario " + kScenario + " --op all_reduce -b 1M -e 256M -f 16 --algo ring";
+  const CliResult flows = run_cli(base + " --communication flows");
+  const CliResult coupled = run_cli(base + " --communication coupled");
+  ASSERT_EQ(flows.exit_code, 0) << flows.output;
+  ASSERT_EQ(coupled.exit_code, 0) << coupled.output;
+  EXPECT_NE(coupled.out.find("communication coupled"), std::string::npos);
+  EXPECT_NE(flows.out.find("communication flows"), std::string::npos);
+  const auto f = times(flows), c = times(coupled);
+  ASSERT_EQ(f.size(), 3u);
+  ASSERT_EQ(c.size(), f.size());
+  for (std::size_t i = 0; i < f.size(); ++i)
+    EXPECT_NEAR(c[i], f[i], time_tolerance_us(f[i])) << "row " << i;
+
+  // 64 DGX H100 nodes: 512 ranks, coupled by default.
+  const fs::path dir = fs::temp_directory_path() / ("railyard_nccl_coupled_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path big = dir / "nodes64.yaml";
+  std::ofstream(big) << "name: nodes64\ncluster:\n  kind: rail_optimized\n  nodes: 64\n  gpus_per_node: 8\n"
+                        "  fabric: {leaf_downlinks: 32}\nnccl: {system: dgx_h100}\n";
+  const CliResult at512 = run_cli("nccl-tests --scenario " + big.string() + " -b 64M -e 64M");
+  ASSERT_EQ(at512.exit_code, 0) << at512.output;
+  EXPECT_NE(at512.out.find("communication coupled"), std::string::npos) << at512.out;
+  EXPECT_EQ(calibration::nccl_tests_nranks(calibration::parse_nccl_tests_text(at512.out, "all_reduce_perf.log")), 512);
+  const CliResult at64 = run_cli("nccl-tests --scenario " + big.string() + " -g 64 -b 64M -e 64M");
+  ASSERT_EQ(at64.exit_code, 0) << at64.output;
+  EXPECT_NE(at64.out.find("communication flows"), std::string::npos) << at64.out;
+  fs::remove_all(dir);
+
+  const CliResult bad = run_cli(base + " --communication fluid");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--communication"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("unknown communication 'fluid'"), std::string::npos) << bad.output;
+}

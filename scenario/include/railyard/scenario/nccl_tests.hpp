@@ -26,7 +26,12 @@ struct NcclTestsOptions {
   std::string type = "float";                ///< -d
   std::string redop = "sum";                 ///< nccl-tests -o (printed only)
   int iters = 1;                             ///< calls per size, back to back; the time is their average
+  /// How the calls move: "flows" (every transfer of the lowered schedule on the scenario's network), "coupled" (each
+  /// channel one fluid flow: sim::CommModel::Coupled) or "auto": coupled from kCoupledFrom ranks on, where per-step
+  /// flows take minutes per size (a 1 GiB all-reduce on 1,024 GPUs is 33.5 M transfers), and flows below.
+  std::string communication = "auto";
 };
+inline constexpr int kCoupledFrom = 512;
 
 /// nccl-tests' element size of a type name ("float" 4, "half" 2, ...); 0 for an unknown name.
 int nccl_tests_type_size(const std::string& type);
@@ -61,6 +66,7 @@ struct NcclTestsRun {
   /// NCCL_ALGO / NCCL_PROTO in force for the run (the scenario's nccl.algo / nccl.proto, which --algo / --proto
   /// replace), as given; printed the way NCCL acknowledges them with NCCL_DEBUG=INFO.
   std::optional<std::string> algo_env, proto_env;
+  bool coupled = false; ///< the calls ran as coupled flows (NcclTestsOptions::communication)
   std::vector<NcclTestsRow> rows;
 };
 
