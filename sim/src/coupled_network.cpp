@@ -11,6 +11,7 @@ namespace railyard::sim::coupled {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::uint32_t kAlone = ~0U; ///< LinkRec::local of a link only one flow crosses
 
 /// Progressive filling with multiplicities over a compact problem: links 0..n-1 with capacities, flows as lists of
 /// (link, k). Every unfrozen flow rises at one level; a link saturates when its residual over the sum of its unfrozen
@@ -32,6 +33,9 @@ public:
     flow_k_.push_back(k);
   }
   void end_flow() { flow_off_.push_back(static_cast<std::uint32_t>(flow_link_.size())); }
+
+  /// The level at which link `l` saturated in the last run (infinity: it never did).
+  [[nodiscard]] double saturated_at(std::uint32_t l) const { return saturated_[l]; }
 
   const std::vector<double>& run()
   {
@@ -57,18 +61,32 @@ public:
     }
     rate_.assign(nf, kInf);
     frozen_.assign(nf, 0);
-    using Entry = std::tuple<double, std::uint32_t, std::uint32_t>; // level, link, stamp
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    saturated_.assign(nl, kInf);
+    auto& heap = heap_;
+    heap.clear();
+    const auto push = [&heap](double level, std::uint32_t l, std::uint32_t stamp) {
+      heap.push_back({level, l, stamp});
+      std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+    };
     for (std::uint32_t l = 0; l < nl; ++l)
-      if (unfrozen_[l] > 0 && sumk_[l] > 0) heap.emplace(std::max(res_[l], 0.0) / sumk_[l], l, 0);
-    while (!heap.empty()) {
-      const auto [level, l, stamp] = heap.top();
-      heap.pop();
+      if (unfrozen_[l] > 0 && sumk_[l] > 0) heap.push_back({std::max(res_[l], 0.0) / sumk_[l], l, 0});
+    std::make_heap(heap.begin(), heap.end(), std::greater<>{});
+    // Flows with no link keep an infinite rate; the fill ends once every other flow is frozen (the heap's remaining
+    // links, hundreds for a ring channel, have nothing left to decide).
+    std::size_t left = 0;
+    for (std::uint32_t f = 0; f < nf; ++f)
+      left += flow_off_[f + 1] > flow_off_[f] ? 1 : 0;
+    while (!heap.empty() && left > 0) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+      const auto [level, l, stamp] = heap.back();
+      heap.pop_back();
       if (stamp != stamp_[l] || unfrozen_[l] == 0) continue;
+      saturated_[l] = level;
       for (std::uint32_t j = link_off_[l]; j < link_off_[l + 1]; ++j) {
         const std::uint32_t f = link_flow_[j];
         if (frozen_[f]) continue;
         frozen_[f] = 1;
+        --left;
         rate_[f] = level;
         for (std::uint32_t i = flow_off_[f]; i < flow_off_[f + 1]; ++i) {
           const std::uint32_t l2 = flow_link_[i];
@@ -76,7 +94,7 @@ public:
           sumk_[l2] -= flow_k_[i];
           --unfrozen_[l2];
           if (l2 != l && unfrozen_[l2] > 0 && sumk_[l2] > 0)
-            heap.emplace(std::max(res_[l2], 0.0) / sumk_[l2], l2, ++stamp_[l2]);
+            push(std::max(res_[l2], 0.0) / sumk_[l2], l2, ++stamp_[l2]);
         }
       }
     }
@@ -84,10 +102,27 @@ public:
   }
 
 private:
-  std::vector<double> cap_, flow_k_, res_, sumk_, rate_;
+  std::vector<double> cap_, flow_k_, res_, sumk_, rate_, saturated_;
   std::vector<std::uint32_t> flow_off_, flow_link_, link_off_, link_flow_, fill_, unfrozen_, stamp_;
   std::vector<std::uint8_t> frozen_;
+  /// The fill's heap: (level, link, stamp), lowest level first, ties by link; a stale stamp is skipped.
+  struct Entry {
+    double level;
+    std::uint32_t link, stamp;
+    bool operator>(const Entry& o) const
+    {
+      return level != o.level ? level > o.level : (link != o.link ? link > o.link : stamp > o.stamp);
+    }
+  };
+  std::vector<Entry> heap_;
 };
+
+bool differs(double a, double b)
+{
+  if (a == b) return false;
+  if (std::isinf(a) || std::isinf(b)) return true;
+  return std::abs(a - b) > 1e-12 * std::max({std::abs(a), std::abs(b), 1.0});
+}
 
 Filler& filler()
 {
@@ -164,68 +199,120 @@ void Network::mark_dirty(std::uint32_t link)
 void Network::solve(double t, const PostEnd& post)
 {
   ++solves_;
-  ++epoch_;
-  comp_links_.clear();
-  comp_flows_.clear();
-  stack_.clear();
+  // Incremental max-min, as the fluid backend's (fluid_maxmin.cpp): the allocation before the changes was max-min
+  // fair, so only flows on the links the changes touched (R) can change at first. Progressive filling runs for those
+  // flows (F) over every link they cross (L), holding every other flow's rate fixed (its k x rate taken off the link's
+  // capacity). That answer is the global one unless, on a link of L outside R that other flows share, an F flow
+  // changed its rate (another flow there may have gained or lost its bottleneck) or an F flow was frozen there below
+  // another flow's rate (that flow must yield): such links join R and the fill is redone. Flows on disjoint links are
+  // never visited.
+  r_links_.clear();
   for (std::uint32_t l : dirty_links_) {
     links_[l].dirty = false;
-    stack_.push_back(l);
+    if (!links_[l].in_r) {
+      links_[l].in_r = true;
+      r_links_.push_back(l);
+    }
   }
   dirty_links_.clear();
-  for (std::uint32_t f : dirty_flows_) {
-    FlowRec& fr = flows_[f];
-    if (!fr.active || fr.mark == epoch_) continue;
-    fr.mark = epoch_;
-    comp_flows_.push_back(f);
-  }
-  dirty_flows_.clear();
-  // The connected component of the changed links: every flow on them, every link of those flows, and so on.
-  while (!stack_.empty()) {
-    const std::uint32_t l = stack_.back();
-    stack_.pop_back();
-    LinkRec& L = links_[l];
-    if (L.mark == epoch_) continue;
-    L.mark = epoch_;
-    comp_links_.push_back(l);
-    for (const auto& [f, i] : L.flows) {
+  Filler& fill = filler();
+  const std::vector<double>* rates = nullptr;
+  while (true) {
+    ++epoch_;
+    comp_flows_.clear();
+    comp_links_.clear();
+    for (std::uint32_t f : dirty_flows_) {
       FlowRec& fr = flows_[f];
-      if (fr.mark == epoch_) continue;
+      if (!fr.active || fr.mark == epoch_) continue;
       fr.mark = epoch_;
       comp_flows_.push_back(f);
+    }
+    for (std::uint32_t l : r_links_)
+      for (const auto& fi : links_[l].flows) {
+        FlowRec& fr = flows_[fi.first];
+        if (fr.mark == epoch_) continue;
+        fr.mark = epoch_;
+        comp_flows_.push_back(fi.first);
+      }
+    for (std::uint32_t f : comp_flows_)
+      for (const Load& ld : flows_[f].loads)
+        if (links_[ld.link].mark != epoch_) {
+          links_[ld.link].mark = epoch_;
+          comp_links_.push_back(ld.link);
+        }
+    // Deterministic order whatever the order of the changes: links and flows by id.
+    std::sort(comp_links_.begin(), comp_links_.end());
+    std::sort(comp_flows_.begin(), comp_flows_.end());
+    // A link only one flow crosses is a cap on that flow (capacity / k), not a link of the fill; a capped flow gets
+    // a private link of its cap's capacity.
+    std::uint32_t shared = 0;
+    for (std::uint32_t l : comp_links_) {
+      LinkRec& L = links_[l];
+      L.local = L.flows.size() > 1 ? shared++ : kAlone;
+    }
+    for (std::uint32_t f : comp_flows_) {
+      FlowRec& fr = flows_[f];
+      fr.solve_cap = fr.cap;
       for (const Load& ld : fr.loads)
-        if (links_[ld.link].mark != epoch_) stack_.push_back(ld.link);
+        if (links_[ld.link].local == kAlone) fr.solve_cap = std::min(fr.solve_cap, links_[ld.link].capacity / ld.k);
     }
-  }
-  // Deterministic order whatever the order of the changes: links and flows by id.
-  std::sort(comp_links_.begin(), comp_links_.end());
-  std::sort(comp_flows_.begin(), comp_flows_.end());
-  // A capped flow gets a private link of its cap's capacity.
-  std::size_t capped = 0;
-  for (std::uint32_t f : comp_flows_)
-    capped += flows_[f].cap < kInf ? 1 : 0;
-  Filler& fill = filler();
-  fill.reset(comp_links_.size() + capped);
-  for (std::uint32_t i = 0; i < comp_links_.size(); ++i) {
-    links_[comp_links_[i]].local = i;
-    fill.set_capacity(i, links_[comp_links_[i]].capacity);
-  }
-  auto next = static_cast<std::uint32_t>(comp_links_.size());
-  for (std::uint32_t f : comp_flows_) {
-    for (const Load& ld : flows_[f].loads)
-      fill.add_load(links_[ld.link].local, ld.k);
-    if (flows_[f].cap < kInf) {
-      fill.set_capacity(next, flows_[f].cap);
-      fill.add_load(next++, 1.0);
+    std::size_t capped = 0;
+    for (std::uint32_t f : comp_flows_)
+      capped += flows_[f].solve_cap < kInf ? 1 : 0;
+    fill.reset(shared + capped);
+    for (std::uint32_t l : comp_links_) {
+      const LinkRec& L = links_[l];
+      if (L.local == kAlone) continue;
+      double held = 0; // what flows outside F take from it
+      for (const auto& [g, gi] : L.flows)
+        if (flows_[g].mark != epoch_) held += flows_[g].loads[gi].k * flows_[g].rate;
+      fill.set_capacity(L.local, std::max(0.0, L.capacity - held));
     }
-    fill.end_flow();
+    std::uint32_t next = shared;
+    for (std::uint32_t f : comp_flows_) {
+      const FlowRec& fr = flows_[f];
+      for (const Load& ld : fr.loads)
+        if (links_[ld.link].local != kAlone) fill.add_load(links_[ld.link].local, ld.k);
+      if (fr.solve_cap < kInf) {
+        fill.set_capacity(next, fr.solve_cap);
+        fill.add_load(next++, 1.0);
+      }
+      fill.end_flow();
+    }
+    rates = &fill.run();
+    for (std::size_t j = 0; j < comp_flows_.size(); ++j)
+      flows_[comp_flows_[j]].new_rate = (*rates)[j];
+    bool grown = false;
+    for (std::uint32_t l : comp_links_) {
+      LinkRec& L = links_[l];
+      if (L.in_r || L.local == kAlone) continue; // a link of one flow has no other flow to tell
+      bool others = false, changed = false, above = false;
+      const double level = fill.saturated_at(L.local);
+      for (const auto& [f, fi] : L.flows) {
+        const FlowRec& fr = flows_[f];
+        if (fr.mark != epoch_) {
+          others = true;
+          above = above || (level < kInf && fr.rate > level * (1 + 1e-12));
+        } else {
+          changed = changed || fr.fresh || differs(fr.new_rate, fr.rate);
+        }
+      }
+      if (others && (changed || above)) {
+        L.in_r = true;
+        r_links_.push_back(l);
+        grown = true;
+      }
+    }
+    if (!grown) break;
   }
-  const std::vector<double>& rates = fill.run();
+  for (std::uint32_t l : r_links_)
+    links_[l].in_r = false;
+  dirty_flows_.clear();
   solved_flows_ += comp_flows_.size();
   for (std::size_t j = 0; j < comp_flows_.size(); ++j) {
     const std::uint32_t f = comp_flows_[j];
     FlowRec& fr = flows_[f];
-    const double r = rates[j];
+    const double r = (*rates)[j];
     if (!fr.fresh && r == fr.rate) continue;
     if (!fr.fresh) fr.remaining = std::max(0.0, fr.remaining - fr.rate * (t - fr.last_t));
     for (const Load& ld : fr.loads) {

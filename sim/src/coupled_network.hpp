@@ -3,9 +3,10 @@
 // slots fill, every edge carries data at the rate of the slowest), so all its edges share one rate r, and on a link
 // that k of its edges cross it consumes k x r. Rates are max-min fair with such multiplicities: progressive filling
 // where a flow's demand on a link is its multiplicity there (a per-link byte share of the flow's reference bytes, for
-// patterns whose edges carry different amounts). Only the links an event touches are re-solved, with every flow
-// that shares a link with them, transitively (the connected component). Flows end on the caller's event calendar:
-// the network posts each flow's end date, a version outdates earlier posts when its rate changes.
+// patterns whose edges carry different amounts). Solves are incremental (solve()): only flows on the links the
+// changes touch are re-filled, and the set grows only where a rate changed next to other flows. Flows end on the
+// caller's event calendar: the network posts each flow's end date, a version outdates earlier posts when its rate
+// changes.
 #pragma once
 
 #include "railyard/sim/fluid.hpp"
@@ -70,12 +71,13 @@ private:
     std::uint64_t owner = 0;
     std::uint32_t version = 0, mark = 0;
     bool active = false, fresh = false; ///< fresh: added since the last solve, no rate yet
+    double new_rate = 0, solve_cap = 0; ///< solve()'s scratch
   };
   struct LinkRec {
     double capacity = 0;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> flows; ///< (flow, its load index)
     std::uint32_t mark = 0, local = 0; ///< solver scratch: component epoch, index in the component
-    bool dirty = false;
+    bool dirty = false, in_r = false;
     // statistics
     double rate = 0, last_t = 0; ///< bytes per second on the link now, since last_t
     double bytes = 0;
@@ -97,7 +99,7 @@ private:
   std::vector<FlowRec> flows_;
   std::vector<std::uint32_t> free_;
   std::vector<std::uint32_t> dirty_links_, dirty_flows_;
-  std::vector<std::uint32_t> comp_links_, comp_flows_, stack_;
+  std::vector<std::uint32_t> comp_links_, comp_flows_, r_links_;
   std::uint32_t epoch_ = 0;
   std::uint64_t flows_started_ = 0, solves_ = 0, solved_flows_ = 0;
   double first_start_ = -1, last_end_ = 0;
