@@ -4,6 +4,7 @@
 #include "run_start.hpp"
 
 #include "railyard/common/csv.hpp"
+#include "railyard/common/hash.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 #include "railyard/workloads/generator.hpp"
 #include "railyard/workloads/readers.hpp"
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <cmath>
 #include <map>
@@ -44,6 +46,130 @@ workloads::Workload load_workload(const Scenario& sc, ReplayOptions& options)
   if (f == "simai") return workloads::read_simai_workload(spec.trace_paths.front(), spec.layer);
   if (f == "astrasim1") return workloads::read_astrasim1_workload(spec.trace_paths.front(), spec.layer);
   return workloads::read_aicb_physical_workload(spec.trace_paths.front(), spec.layer);
+}
+
+/// The nodes each job of `jobs:` takes, in the order its ranks fill them (JobSpec::Placement).
+std::vector<std::vector<int>> place_jobs(const Scenario& sc)
+{
+  const topo::ClusterSpec& c = sc.cluster;
+  // A leaf group: the nodes whose NICs one leaf serves (a fat tree's leaf: its ports over the GPUs per node; a rail
+  // kind's leaf: one NIC of each of its ports' nodes).
+  int group = 1;
+  if (c.kind == topo::ClusterKind::FatTree)
+    group = std::max(1, (c.tiers == 3 ? c.radix / 2 : c.leaf_downlinks) / c.gpus_per_node);
+  else if (c.kind == topo::ClusterKind::RailOptimized || c.kind == topo::ClusterKind::RailOnly)
+    group = std::max(1, c.leaf_downlinks);
+  std::vector<char> used(static_cast<std::size_t>(c.nodes), 0);
+  std::vector<std::vector<int>> out;
+  std::uint64_t draw = splitmix64(sc.sim.seed ^ 0x6a6f6273ULL); // "jobs"
+  for (const JobSpec& job : sc.jobs) {
+    const int n = job.gpus / c.gpus_per_node;
+    std::vector<int> nodes;
+    std::vector<int> free;
+    for (int i = 0; i < c.nodes; ++i)
+      if (!used[static_cast<std::size_t>(i)]) free.push_back(i);
+    switch (job.placement) {
+    case JobSpec::Placement::Contiguous:
+      nodes.assign(free.begin(), free.begin() + n);
+      break;
+    case JobSpec::Placement::RailAligned:
+      for (int start = 0; start + n <= c.nodes && nodes.empty(); start += group) {
+        bool ok = true;
+        for (int i = start; i < start + n && ok; ++i)
+          ok = !used[static_cast<std::size_t>(i)];
+        if (ok)
+          for (int i = start; i < start + n; ++i)
+            nodes.push_back(i);
+      }
+      if (nodes.empty())
+        throw InputError(job.where,
+                         fmt::format("job '{}' needs {} free nodes starting at a leaf group boundary (every {} "
+                                     "nodes), and the jobs before it leave none",
+                                     job.name, n, group),
+                         "place it contiguous or scattered, or list it before the jobs that break the groups");
+      break;
+    case JobSpec::Placement::Scattered:
+      // Fisher-Yates with the scenario's seed (splitmix64: the same draw on every platform).
+      for (std::size_t i = free.size(); i > 1; --i) {
+        draw = splitmix64(draw);
+        std::swap(free[i - 1], free[draw % i]);
+      }
+      nodes.assign(free.begin(), free.begin() + n);
+      std::sort(nodes.begin(), nodes.end());
+      break;
+    }
+    for (int i : nodes)
+      used[static_cast<std::size_t>(i)] = 1;
+    out.push_back(std::move(nodes));
+  }
+  return out;
+}
+
+/// One workload of the cluster's GPUs from the jobs' own: job j's rank r runs on GPU nodes[j][r / g] x g + r % g
+/// (g GPUs per node), its communicators and programs carried over; GPUs of no job (or of a job not in `include`)
+/// run nothing.
+workloads::Workload combine_jobs(const std::vector<workloads::Workload>& jobs, const std::vector<std::vector<int>>& nodes,
+                                 const std::vector<std::string>& names, int gpus_per_node, int world,
+                                 const std::vector<char>& include)
+{
+  workloads::Workload w;
+  w.source = "jobs:";
+  std::vector<workloads::Workload::Rank> at(static_cast<std::size_t>(world));
+  std::vector<char> placed(static_cast<std::size_t>(world), 0);
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    if (!include[j]) continue;
+    const workloads::Workload& job = jobs[j];
+    w.source += fmt::format(" {} ({})", names[j], job.source);
+    for (const auto& note : job.notes)
+      w.notes.push_back(names[j] + ": " + note);
+    auto gpu_of = [&](int r) {
+      return nodes[j][static_cast<std::size_t>(r / gpus_per_node)] * gpus_per_node + r % gpus_per_node;
+    };
+    const auto comm0 = static_cast<std::int32_t>(w.communicators.size());
+    for (const auto& c : job.communicators) {
+      std::vector<int> ranks;
+      ranks.reserve(c.ranks.size());
+      for (int r : c.ranks)
+        ranks.push_back(gpu_of(r));
+      w.add_communicator(names[j] + "/" + c.name, c.kind, std::move(ranks));
+    }
+    const auto graph0 = static_cast<std::uint32_t>(w.graphs.size());
+    w.graphs.insert(w.graphs.end(), job.graphs.begin(), job.graphs.end());
+    for (int r = 0; r < job.world_size(); ++r) {
+      const auto& src = job.ranks[static_cast<std::size_t>(r)];
+      workloads::Workload::Rank& dst = at[static_cast<std::size_t>(gpu_of(r))];
+      dst.graph = graph0 + src.graph;
+      if (src.comm_map.empty()) {
+        for (std::size_t k = 0; k < job.communicators.size(); ++k)
+          dst.comm_map.push_back(comm0 + static_cast<std::int32_t>(k));
+      } else {
+        for (std::int32_t e : src.comm_map)
+          dst.comm_map.push_back(e < 0 ? e : comm0 + e);
+      }
+      placed[static_cast<std::size_t>(gpu_of(r))] = 1;
+    }
+  }
+  const auto idle = static_cast<std::uint32_t>(w.graphs.size());
+  w.graphs.push_back(std::make_shared<const workloads::RankGraph>(workloads::RankGraphBuilder{}.finish()));
+  for (int g = 0; g < world; ++g) {
+    if (!placed[static_cast<std::size_t>(g)]) at[static_cast<std::size_t>(g)].graph = idle;
+    w.ranks.push_back(std::move(at[static_cast<std::size_t>(g)]));
+  }
+  return w;
+}
+
+/// A job's step in a replay: its GPUs' first op start to last op end.
+Seconds job_step(const ReplayResult& r, const std::vector<int>& nodes, int gpus_per_node)
+{
+  double start = std::numeric_limits<double>::infinity(), end = 0;
+  for (int n : nodes)
+    for (int g = n * gpus_per_node; g < (n + 1) * gpus_per_node; ++g) {
+      const auto& rk = r.ranks[static_cast<std::size_t>(g)];
+      if (rk.last_end.seconds() <= 0 && rk.first_start.seconds() <= 0) continue; // ran nothing
+      start = std::min(start, rk.first_start.seconds());
+      end = std::max(end, rk.last_end.seconds());
+    }
+  return Seconds(start < end ? end - start : 0.0);
 }
 
 const char* kKindNames[kGroupKinds] = {"tp", "pp", "dp", "ep", "cp", "other"};
@@ -299,7 +425,7 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
     throw InputError(scenario.workload->where,
                      "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
                      "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
-  if (scenario.workload->kind == WorkloadSpec::Kind::Megatron) {
+  if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && scenario.jobs.empty()) {
     // Before generating: ops per program are about 43 per (micro-batch, layer) on the examples (gpt3_175b_1024:
     // 49k ops per rank for 96 micro-batches x 12 layers); 100 bounds them, one program per pipeline stage.
     const workloads::MegatronLayout l = workloads::resolve_layout(scenario.workload->megatron, scenario.cluster.gpus());
@@ -308,7 +434,40 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
     add_workload(before, static_cast<std::size_t>(per_rank * l.pp), static_cast<std::size_t>(per_rank * l.world), 0);
     check_footprint(before, memory, workload_where);
   }
-  result.workload = load_workload(scenario, options);
+  std::vector<workloads::Workload> job_workloads;
+  std::vector<std::vector<int>> job_nodes;
+  std::vector<std::string> job_names;
+  if (scenario.jobs.empty()) {
+    result.workload = load_workload(scenario, options);
+  } else {
+    // Each job generated or read for its own GPUs, then placed on its nodes of the cluster.
+    job_nodes = place_jobs(scenario);
+    options.model_flops = 0;
+    for (const JobSpec& job : scenario.jobs) {
+      if (job.workload.kind == WorkloadSpec::Kind::Megatron && !profile)
+        throw InputError(job.workload.where,
+                         "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
+                         "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+      Scenario one = scenario;
+      one.cluster.nodes = job.gpus / scenario.cluster.gpus_per_node;
+      one.workload = job.workload;
+      ReplayOptions o = options;
+      job_workloads.push_back(load_workload(one, o));
+      if (job_workloads.back().world_size() != job.gpus)
+        throw InputError(job.where,
+                         fmt::format("job '{}' has {} ranks and takes {} GPUs", job.name,
+                                     job_workloads.back().world_size(), job.gpus),
+                         "give the job as many GPUs as its workload has ranks");
+      result.jobs.push_back(JobResult{job.name, job.gpus, job.placement, job_nodes[result.jobs.size()], Seconds(0),
+                                      Seconds(0), o.model_flops});
+      options.model_flops += o.model_flops;
+      job_names.push_back(job.name);
+    }
+    result.workload =
+        combine_jobs(job_workloads, job_nodes, job_names, scenario.cluster.gpus_per_node, scenario.cluster.gpus(),
+                     std::vector<char>(job_workloads.size(), 1));
+    workloads::validate(result.workload);
+  }
   // Before it is replayed: its ops, and the actors SimGrid would need (flows: one per stream of every rank, one per
   // dependency-ordered op, one proxy per rank; the event loop of analytical and ideal needs none).
   const workloads::Workload& w = result.workload;
@@ -373,6 +532,23 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   if (probe) probe->phase = "replaying";
   result.replay = replay_workload(result.workload, topology, sim_config, profile.get(), options);
   if (!default_note.empty()) result.replay.notes.insert(result.replay.notes.begin(), default_note);
+  // Jobs: each one's step beside the others, and alone on the same nodes (the interference is their ratio).
+  for (std::size_t j = 0; j < result.jobs.size(); ++j) {
+    const int g = scenario.cluster.gpus_per_node;
+    result.jobs[j].step_time = job_step(result.replay, job_nodes[j], g);
+    std::vector<char> only(job_workloads.size(), 0);
+    only[j] = 1;
+    SimulationConfig quiet = sim_config; // the alone runs record nothing
+    quiet.fluid.record_links = false;
+    quiet.fluid.record_flows = false;
+    ReplayOptions alone_options = options;
+    alone_options.trace_ranks = std::vector<int>{};
+    if (probe) probe->phase = "replaying each job alone";
+    const ReplayResult alone =
+        replay_workload(combine_jobs(job_workloads, job_nodes, job_names, g, scenario.cluster.gpus(), only), topology,
+                        quiet, profile.get(), alone_options);
+    result.jobs[j].alone = job_step(alone, job_nodes[j], g);
+  }
   result.collective_costs = std::move(*costs);
   return result;
 }
@@ -460,6 +636,24 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
                 {"wire_bytes_sent", r.flows.bytes_sent},
                 {"wire_bytes_received", r.flows.bytes_received}};
   if (r.network) j["network"] = write_network_outputs(*r.network, result.scenario.sim.fluid, result.records, folder);
+  if (!result.jobs.empty()) {
+    nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
+    for (const auto& job : result.jobs) {
+      const double t = job.step_time.seconds(), alone = job.alone.seconds();
+      jobs.push_back({{"name", job.name},
+                      {"gpus", job.gpus},
+                      {"placement", to_string(job.placement)},
+                      {"nodes", job.nodes},
+                      {"step_time_s", t},
+                      {"alone_step_time_s", alone},
+                      {"slowdown", alone > 0 ? t / alone : 1.0},
+                      {"model_flops", job.model_flops},
+                      {"mfu", r.peak_flops > 0 && t > 0 && job.model_flops > 0
+                                  ? nlohmann::ordered_json(job.model_flops / (t * job.gpus * r.peak_flops))
+                                  : nlohmann::ordered_json(nullptr)}});
+    }
+    j["jobs"] = jobs;
+  }
   if (r.comm == CommModel::Coupled) {
     j["congestion"] = congestion_json(r.collectives);
     folder.write("congestion.csv", [&](std::ostream& out) { write_congestion_csv(r.collectives, out); });

@@ -471,9 +471,78 @@ std::vector<int> parse_ranks(const YamlNode& node, int gpus)
   return out;
 }
 
+std::string to_string(JobSpec::Placement p)
+{
+  switch (p) {
+  case JobSpec::Placement::Contiguous:
+    return "contiguous";
+  case JobSpec::Placement::RailAligned:
+    return "rail_aligned";
+  case JobSpec::Placement::Scattered:
+    return "scattered";
+  }
+  return "?";
+}
+
+namespace {
+
+void parse_jobs(const YamlNode& list, Scenario& sc)
+{
+  const int per_node = sc.cluster.gpus_per_node;
+  int total = 0;
+  for (const YamlNode& item : list.items()) {
+    if (!item.is_map()) item.fail("a jobs entry is a map", "write '- {name: a, gpus: 64, workload: {...}}'");
+    item.expect_keys({"name", "gpus", "placement", "workload"});
+    JobSpec job;
+    job.where = item.where();
+    job.name = item.string_or("name", fmt::format("job{}", sc.jobs.size()));
+    for (const auto& other : sc.jobs)
+      if (other.name == job.name)
+        item.at("name").fail(fmt::format("two jobs are named '{}'", job.name), "give every job a name of its own");
+    const YamlNode gpus = item.at("gpus");
+    job.gpus = static_cast<int>(gpus.as_int(1, 1 << 24, "a GPU count"));
+    if (job.gpus < per_node || job.gpus % per_node != 0)
+      gpus.fail(fmt::format("gpus = {} is not a positive multiple of the cluster's {} GPUs per node", job.gpus,
+                            per_node),
+                "jobs take whole nodes: give a multiple of gpus_per_node");
+    total += job.gpus;
+    if (total > sc.cluster.gpus())
+      gpus.fail(fmt::format("the jobs up to this one take {} GPUs, more than the cluster's {}", total,
+                            sc.cluster.gpus()),
+                "give the jobs fewer GPUs, or the cluster more nodes");
+    if (auto pl = item.get("placement")) {
+      const std::string v = pl->as_string();
+      if (v == "contiguous")
+        job.placement = JobSpec::Placement::Contiguous;
+      else if (v == "rail_aligned")
+        job.placement = JobSpec::Placement::RailAligned;
+      else if (v == "scattered")
+        job.placement = JobSpec::Placement::Scattered;
+      else
+        pl->fail(fmt::format("unknown placement '{}'", v),
+                 "use contiguous (the next free nodes), rail_aligned (starting at a leaf group boundary) or "
+                 "scattered (free nodes at random, from the scenario's seed)");
+    }
+    job.workload = parse_workload(item.at("workload"), sc.file);
+    if (job.workload.collective_model == WorkloadSpec::CollectiveModel::Profile)
+      item.at("workload").fail("collective_model: profile is not supported in jobs: a fitted time knows nothing of "
+                               "the other jobs",
+                               "remove collective_model, and let the jobs share the fabric (communication: coupled)");
+    if (!sc.jobs.empty() && (job.workload.communication_given != sc.jobs.front().workload.communication_given ||
+                             job.workload.replay.comm != sc.jobs.front().workload.replay.comm))
+      item.at("workload").fail("the jobs replay with different communication models",
+                               "give every job the same replay.communication (or none): they share one network");
+    sc.jobs.push_back(std::move(job));
+  }
+  if (sc.jobs.empty()) list.fail("no jobs", "add at least one entry such as '- {name: a, gpus: 64, workload: {...}}'");
+}
+
+} // namespace
+
 Scenario parse_scenario(const YamlNode& root, bool collectives_required)
 {
-  root.expect_keys({"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile", "workload"});
+  root.expect_keys(
+      {"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile", "workload", "jobs"});
   Scenario sc;
   sc.file = root.where().file;
   sc.name = root.string_or("name", "scenario");
@@ -523,6 +592,14 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
     if (!sc.nccl.system.empty()) sc.nccl.system_from = "profile";
   }
   if (!collectives_required && !root.has("collectives")) return sc;
+  if (auto jobs = root.get("jobs")) {
+    if (root.has("collectives") || root.has("workload"))
+      jobs->fail("a scenario runs collectives, a workload or jobs, not two of them",
+                 "put the workload into jobs: as a job of its own, or move the collectives into a scenario of their own");
+    parse_jobs(*jobs, sc);
+    sc.workload = sc.jobs.front().workload;
+    return sc;
+  }
   if (auto wl = root.get("workload")) {
     if (root.has("collectives"))
       root.at("collectives")
@@ -589,10 +666,13 @@ std::vector<std::string> Scenario::input_files() const
   std::vector<std::string> files;
   if (!file.empty()) files.push_back(file);
   if (!profile.empty()) files.push_back(profile);
-  if (workload) {
-    files.insert(files.end(), workload->trace_paths.begin(), workload->trace_paths.end());
-    if (!workload->comm_group_file.empty()) files.push_back(workload->comm_group_file);
-  }
+  auto add = [&files](const WorkloadSpec& w) {
+    files.insert(files.end(), w.trace_paths.begin(), w.trace_paths.end());
+    if (!w.comm_group_file.empty()) files.push_back(w.comm_group_file);
+  };
+  if (workload) add(*workload);
+  for (const auto& job : jobs)
+    add(job.workload);
   return files;
 }
 

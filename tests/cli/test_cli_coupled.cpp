@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -151,4 +152,85 @@ TEST(CliCoupled, CongestionControlIsRefused)
   EXPECT_NE(r.output.find("coupled does not model DCQCN or PFC yet"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("cc: dcqcn"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "out" / "summary.json"));
+}
+
+namespace {
+
+/// Two 64-GPU jobs on a 16-node 2:1 fat tree (two nodes per leaf): `placement` for both.
+std::string jobs_yaml(const std::string& placement, const std::string& extra_job = "")
+{
+  const std::string model = "      model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, "
+                            "gated_mlp: true, seq_length: 4096, vocab: 32000}\n";
+  auto job = [&](const std::string& name, const std::string& parallel) {
+    return "  - name: " + name + "\n    gpus: 64\n    placement: " + placement +
+           "\n    workload:\n      generator: megatron\n" + model + "      parallel: " + parallel +
+           "\n      training: {micro_batch: 1, global_batch: 16, recompute: selective}\n";
+  };
+  return "name: two_jobs\nseed: 7\ncluster:\n  " + kFat2to1 +
+         "\n  nodes: 16\n  gpus_per_node: 8\n  nic: {bandwidth: 400 Gb/s, latency: 1 us}\n"
+         "network: {backend: fluid, ecmp: per_qp}\nnccl: {system: dgx_h100}\nprofile: " +
+         (fs::path(RAILYARD_SOURCE_DIR) / "calibration/profiles/dgx_h100_ib_ndr.yaml").string() + "\njobs:\n" +
+         job("a", "{tp: 8, pp: 2, dp: 4, zero: 1}") + job("b", "{tp: 8, pp: 1, dp: 8, zero: 1}") + extra_job;
+}
+
+} // namespace
+
+// Several jobs on one fabric. Contiguous (or leaf-aligned) jobs hold whole leaves of their own: no link carries both
+// jobs' traffic (a leaf's uplinks carry what leaves it, a spine's downlink what enters that leaf), so each runs as it
+// does alone, slowdown 1 to rounding. Scattered on the same nodes count, they share leaves and their uplinks: each
+// is slower than alone. Each job's step is its own GPUs' first start to last end.
+TEST(CliCoupled, SeveralJobsOnOneFabric)
+{
+  const fs::path dir = temp_dir("coupled_jobs");
+  for (const std::string placement : {"contiguous", "rail_aligned"}) {
+    const auto j = run_ok(dir, placement, jobs_yaml(placement));
+    ASSERT_TRUE(j.is_object()) << placement;
+    ASSERT_EQ(j["jobs"].size(), 2u);
+    EXPECT_EQ(j["jobs"][0]["nodes"], nlohmann::json({0, 1, 2, 3, 4, 5, 6, 7})) << placement;
+    EXPECT_EQ(j["jobs"][1]["nodes"], nlohmann::json({8, 9, 10, 11, 12, 13, 14, 15})) << placement;
+    for (const auto& job : j["jobs"]) {
+      EXPECT_EQ(job["placement"], placement);
+      EXPECT_NEAR(job["slowdown"].get<double>(), 1.0, 1e-9) << placement << " " << job["name"];
+    }
+    // The step is the longer job's.
+    EXPECT_NEAR(j["step_time_s"].get<double>(),
+                std::max(j["jobs"][0]["step_time_s"].get<double>(), j["jobs"][1]["step_time_s"].get<double>()), 1e-12);
+  }
+  const auto s = run_ok(dir, "scattered", jobs_yaml("scattered"));
+  ASSERT_TRUE(s.is_object());
+  std::set<int> nodes;
+  for (const auto& job : s["jobs"]) {
+    EXPECT_GT(job["slowdown"].get<double>(), 1.01) << job["name"];
+    for (const auto& n : job["nodes"])
+      EXPECT_TRUE(nodes.insert(n.get<int>()).second) << "node " << n << " given twice";
+  }
+  EXPECT_EQ(nodes.size(), 16u);
+  // Same scenario and seed, same placement and times.
+  const auto again = run_ok(dir, "scattered_again", jobs_yaml("scattered"));
+  EXPECT_EQ(again["jobs"], s["jobs"]);
+}
+
+TEST(CliCoupled, BadJobsAreRefused)
+{
+  const fs::path dir = temp_dir("coupled_bad_jobs");
+  struct Bad {
+    std::string name, yaml, message;
+  };
+  std::string odd = jobs_yaml("contiguous");
+  odd.replace(odd.find("gpus: 64"), 8, "gpus: 60");
+  const std::string third = "  - name: c\n    gpus: 8\n    workload: {generator: megatron, model: {layers: 2, hidden: "
+                            "1024, heads: 8, seq_length: 1024, vocab: 32000}, parallel: {tp: 8}, training: "
+                            "{global_batch: 1}}\n";
+  std::string placement = jobs_yaml("contiguous");
+  placement.replace(placement.find("placement: contiguous"), 21, "placement: packed");
+  for (const Bad& b : {Bad{"odd", odd, "not a positive multiple of the cluster's 8 GPUs per node"},
+                       Bad{"too_many", jobs_yaml("contiguous", third), "more than the cluster's 128"},
+                       Bad{"placement", placement, "unknown placement 'packed'"}}) {
+    const fs::path file = dir / (b.name + ".yaml");
+    std::ofstream(file) << b.yaml;
+    const auto r = run_cli("run " + shell_quote(file.string()) + " --out " + shell_quote((dir / b.name).string()));
+    EXPECT_EQ(r.exit_code, 2) << b.name << "\n" << r.output;
+    EXPECT_NE(r.output.find(b.message), std::string::npos) << b.name << "\n" << r.output;
+    EXPECT_NE(r.output.find(file.string()), std::string::npos) << b.name << ": the message names the file";
+  }
 }

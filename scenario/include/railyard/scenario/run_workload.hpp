@@ -27,6 +27,17 @@ struct CollectiveCostUse {
   std::string reason;
 };
 
+/// One job of a `jobs:` scenario, as it ran beside the others and alone on the same nodes.
+struct JobResult {
+  std::string name;
+  int gpus = 0;
+  JobSpec::Placement placement = JobSpec::Placement::Contiguous;
+  std::vector<int> nodes; ///< the nodes it ran on, in the order its ranks use them
+  Seconds step_time{0};   ///< beside the other jobs: its last op end minus its first op start
+  Seconds alone{0};       ///< the same job on the same nodes with the others absent
+  double model_flops = 0; ///< the generator's model FLOPs of its step (0 for a trace)
+};
+
 struct WorkloadRunResult {
   Scenario scenario;
   topo::TopologySummary topology;
@@ -39,6 +50,7 @@ struct WorkloadRunResult {
   /// flows.csv, links.csv of a flows replay on the fluid backend: "recorded", or why not (summary.json
   /// "network.records")
   std::map<std::string, std::string> records;
+  std::vector<JobResult> jobs; ///< a `jobs:` scenario: each job's step beside the others and alone
 };
 
 /// Builds the topology, reads the profile, generates or reads the workload and replays it. Bad input (a layout that

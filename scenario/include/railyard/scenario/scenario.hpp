@@ -52,6 +52,21 @@ struct ClusterLinkOrigins {
       fabric_bandwidth, fabric_latency;
 };
 
+/// One entry of `jobs:`: a workload on whole nodes of the cluster, beside the other jobs.
+struct JobSpec {
+  enum class Placement {
+    Contiguous,  ///< the next free nodes in node order
+    RailAligned, ///< like contiguous, starting at a leaf group boundary (the nodes one leaf, or one rail's leaf, serves)
+    Scattered,   ///< free nodes drawn at random (the scenario's seed), in node order
+  };
+  std::string name;
+  int gpus = 0; ///< a multiple of the cluster's GPUs per node
+  Placement placement = Placement::Contiguous;
+  WorkloadSpec workload;
+  InputLocation where;
+};
+std::string to_string(JobSpec::Placement p);
+
 struct Scenario {
   std::string file;
   std::string name;
@@ -71,6 +86,9 @@ struct Scenario {
   ClusterLinkOrigins link_origins;
   /// `workload:` a training step to generate or a trace to replay (instead of `collectives:`).
   std::optional<WorkloadSpec> workload;
+  /// `jobs:` several workloads on one cluster (then `workload` is the first job's, whose replay settings every job
+  /// shares): each with its own step time and its slowdown against running alone on its nodes.
+  std::vector<JobSpec> jobs;
 
   /// Every file and folder the run reads, as resolved: the scenario file, the profile, the trace files or folders
   /// (a Chakra trace: its prefix, whose folder holds the per-rank files) and the comm_group file. An output folder
