@@ -7,8 +7,10 @@
 // What is timed: generating the step (or nothing more than reading the scenario), and replaying it (run_workload);
 // writing summary.json, breakdown.csv and trace.json is not included.
 //
-// Usage: bench_training_step [--flows]   (--flows adds the 64-GPU step with every transfer on the network, with 8
-//                                          micro-batches, on the fluid and the SimGrid backends; the latter ~2 min)
+// Usage: bench_training_step [--flows | --coupled]
+//   --flows adds the 64-GPU step with every transfer on the network, with 8 micro-batches, on the fluid and the
+//   SimGrid backends (the latter ~2 min); --coupled adds the 1,024-GPU examples and the 8,192-GPU step (rail-optimized
+//   and 2:1 fat tree, per-QP ECMP) with communication: coupled, each also as a ratio to the same step analytical.
 #include "railyard/common/child_process.hpp"
 #include "railyard/scenario/run_workload.hpp"
 
@@ -17,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,16 +63,17 @@ workload:
 // Llama 3 405B-class on 8,192 H100s as Meta describes its run (Dubey et al. 2024, section 3.3.2: tp 8, pp 16, dp 64;
 // 16M tokens per step = 2048 sequences of 8192), with 128 layers instead of 126 so the 16 stages hold 8 layers each,
 // interleaved with 2 chunks per stage.
-std::string llama405_yaml()
+std::string llama405_yaml(const std::string& communication = "analytical", bool fat_tree = false)
 {
   return fmt::format(R"(name: llama3_405b_8192
 cluster:
-  kind: rail_optimized
+  kind: {}
   nodes: 1024
   gpus_per_node: 8
   node: {{nvlink_bandwidth: 370.8 GB/s, nvlink_latency: 0.5 us, pcie_bandwidth: 64 GB/s}}
   nic: {{bandwidth: 400 Gb/s, latency: 1 us}}
-  fabric: {{leaf_downlinks: 32, oversubscription: 1, link_bandwidth: 400 Gb/s, link_latency: 0.6 us}}
+  fabric: {{leaf_downlinks: 32, oversubscription: {}, link_bandwidth: 400 Gb/s, link_latency: 0.6 us}}
+network: {{backend: fluid, ecmp: per_qp}}
 nccl: {{system: dgx_h100}}
 profile: {}
 workload:
@@ -78,14 +82,16 @@ workload:
           vocab: 128256}}
   parallel: {{tp: 8, pp: 16, virtual_stages: 2, dp: 64, zero: 1}}
   training: {{micro_batch: 1, global_batch: 2048, recompute: selective}}
-  replay: {{communication: analytical, trace_ranks: none}}
+  replay: {{communication: {}, trace_ranks: none}}
 )",
-                     profile("dgx_h100_ib_ndr.yaml"));
+                     fat_tree ? "fat_tree" : "rail_optimized", fat_tree ? 2 : 1, profile("dgx_h100_ib_ndr.yaml"),
+                     communication);
 }
 
 struct Row {
   std::string name;
   std::function<scn::Scenario()> scenario;
+  int against = -1; ///< the row this one is also given as a ratio to (the same step, analytical), or -1
 };
 
 scn::Scenario from_text(const std::string& text, const std::string& name)
@@ -93,10 +99,14 @@ scn::Scenario from_text(const std::string& text, const std::string& name)
   return scn::parse_scenario(YamlNode::load_string(text, name));
 }
 
-scn::Scenario from_file(const std::string& path)
+scn::Scenario from_file(const std::string& path, std::optional<sim::CommModel> comm = {})
 {
   scn::Scenario s = scn::load_scenario(path);
   s.workload->replay.trace_ranks = std::vector<int>{};
+  if (comm) {
+    s.workload->replay.comm = *comm;
+    s.workload->communication_given = true;
+  }
   return s;
 }
 
@@ -105,6 +115,7 @@ scn::Scenario from_file(const std::string& path)
 int main(int argc, char** argv)
 {
   const bool flows = argc > 1 && std::strcmp(argv[1], "--flows") == 0;
+  const bool coupled = argc > 1 && std::strcmp(argv[1], "--coupled") == 0;
   std::vector<Row> rows = {
       {"baseline: GPT-3 175B, 64 A100, analytical",
        [] { return from_text(baseline_yaml("analytical", 64, "simgrid"), "baseline"); }},
@@ -114,15 +125,30 @@ int main(int argc, char** argv)
        [] { return from_file((kRoot / "examples/llama3_70b_1024.yaml").string()); }},
       {"Llama-3-405B-class, 8,192 H100, analytical", [] { return from_text(llama405_yaml(), "llama405"); }},
   };
+  if (coupled) {
+    // Each coupled row beside the same step timed analytical (each collective alone), in this invocation.
+    const std::string g = (kRoot / "examples/gpt3_175b_1024.yaml").string();
+    const std::string l = (kRoot / "examples/llama3_70b_1024.yaml").string();
+    rows.push_back({"gpt3_175b_1024, coupled", [g] { return from_file(g, sim::CommModel::Coupled); }, 1});
+    rows.push_back({"llama3_70b_1024, coupled", [l] { return from_file(l, sim::CommModel::Coupled); }, 2});
+    rows.push_back({"Llama-405B-class 8,192, rail, coupled",
+                    [] { return from_text(llama405_yaml("coupled"), "llama405_coupled"); }, 3});
+    rows.push_back({"Llama-405B-class 8,192, 2:1 fat tree, analytical",
+                    [] { return from_text(llama405_yaml("analytical", true), "llama405_fat"); }});
+    rows.push_back({"Llama-405B-class 8,192, 2:1 fat tree, coupled",
+                    [] { return from_text(llama405_yaml("coupled", true), "llama405_fat_coupled"); },
+                    static_cast<int>(rows.size()) - 1});
+  }
   if (flows) {
     rows.push_back({"GPT-3 175B, 64 A100, 8 micro-batches, flows (fluid)",
                     [] { return from_text(baseline_yaml("flows", 8, "fluid"), "flows_fluid"); }});
     rows.push_back({"GPT-3 175B, 64 A100, 8 micro-batches, flows (simgrid)",
                     [] { return from_text(baseline_yaml("flows", 8, "simgrid"), "flows_simgrid"); }});
   }
-  fmt::print("{:<52} {:>6} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9}\n", "step", "GPUs", "ops", "step(s)", "wall(s)",
-             "peak(MiB)", "wall/base", "mem/base");
+  fmt::print("{:<52} {:>6} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>11}\n", "step", "GPUs", "ops", "step(s)",
+             "wall(s)", "peak(MiB)", "wall/base", "mem/base", "wall/analyt");
   double base_wall = 0, base_rss = 0;
+  std::vector<double> walls;
   for (const Row& row : rows) {
     const ChildResult r = run_in_child([&] {
       const scn::Scenario sc = row.scenario();
@@ -134,9 +160,12 @@ int main(int argc, char** argv)
       base_wall = r.wall_seconds;
       base_rss = r.max_rss_bytes;
     }
-    fmt::print("{:<52} {:>6.0f} {:>12.0f} {:>11.4f} {:>11.2f} {:>11.1f} {:>9.2f} {:>9.2f}\n", row.name, r.values[0],
-               r.values[1], r.values[2], r.wall_seconds, r.max_rss_bytes / (1024.0 * 1024.0),
-               r.wall_seconds / base_wall, r.max_rss_bytes / base_rss);
+    walls.push_back(r.wall_seconds);
+    fmt::print("{:<52} {:>6.0f} {:>12.0f} {:>11.4f} {:>11.2f} {:>11.1f} {:>9.2f} {:>9.2f} {:>11}\n", row.name,
+               r.values[0], r.values[1], r.values[2], r.wall_seconds, r.max_rss_bytes / (1024.0 * 1024.0),
+               r.wall_seconds / base_wall, r.max_rss_bytes / base_rss,
+               row.against >= 0 ? fmt::format("{:.2f}", r.wall_seconds / walls[static_cast<std::size_t>(row.against)])
+                                : std::string("-"));
   }
   fmt::print("\nops: ops executed over all ranks; step(s): simulated step time; wall: generation + replay in a child "
              "process; peak: its maximum resident set size\n");

@@ -179,26 +179,19 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     const models::Schedule s = models::lower(comm.lowering_input(row.call, scenario.step_overhead));
     // Every size in a simulation of its own: nccl-tests puts a barrier between sizes, and without one the ranks that
     // finish a size first would start the next early and its time would include the previous size's tail. SimGrid
-    // runs one engine per process, so each simulation runs in a child process.
+    // runs one engine per process, so each per-step simulation runs in a child process; coupled flows run on the
+    // replay's own event loop.
     if (run.coupled) {
       row.time = coupled_time(topology, scenario.sim, ranks, s, options.iters);
-      const double t = row.time.seconds();
-      row.algbw_GBps = t > 0 ? static_cast<double>(row.counts.size_bytes) / t / 1e9 : 0.0;
-      row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
-      run.rows.push_back(std::move(row));
-      if (size == 0 && options.step_factor > 1) break;
-      if (options.step_factor > 1 ? size > options.max_bytes / options.step_factor
-                                  : size > options.max_bytes - options.step_bytes)
-        break;
-      continue;
+    } else {
+      const auto r = run_in_child([&] {
+        Simulation sim(topology, scenario.sim);
+        const auto timings =
+            run_schedules(sim, std::vector<models::Schedule>(static_cast<std::size_t>(options.iters), s));
+        return std::vector<double>{(timings.back().end - timings.front().start).seconds() / options.iters};
+      });
+      row.time = Seconds(r.values.at(0));
     }
-    const auto r = run_in_child([&] {
-      Simulation sim(topology, scenario.sim);
-      const auto timings =
-          run_schedules(sim, std::vector<models::Schedule>(static_cast<std::size_t>(options.iters), s));
-      return std::vector<double>{(timings.back().end - timings.front().start).seconds() / options.iters};
-    });
-    row.time = Seconds(r.values.at(0));
     const double t = row.time.seconds();
     row.algbw_GBps = t > 0 ? static_cast<double>(row.counts.size_bytes) / t / 1e9 : 0.0;
     row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);

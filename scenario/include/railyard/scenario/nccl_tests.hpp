@@ -70,8 +70,9 @@ struct NcclTestsRun {
   std::vector<NcclTestsRow> rows;
 };
 
-/// Runs the sweep on the scenario's cluster with its `nccl:` settings, one simulation per size (each in a child
-/// process: SimGrid runs one engine per process). Bad options are InputError naming them.
+/// Runs the sweep on the scenario's cluster with its `nccl:` settings, one simulation per size (per-step flows each in
+/// a child process: SimGrid runs one engine per process; coupled on the replay's event loop). Bad options are
+/// InputError naming them.
 NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOptions& options);
 
 /// Prints the run as nccl-tests prints it: header, device lines (one host name per node, device numbers inside the
