@@ -192,6 +192,12 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
     if (auto it = plans_.find(&s); it != plans_.end()) return it->second;
   const std::uint64_t salt = per_call ? ++salt_ : 0;
   auto plan = std::make_shared<CoupledPlan>();
+  // A call with no step (zero bytes) does nothing and costs nothing, as NCCL returns at once for count 0 and the
+  // collective runner posts nothing; otherwise the launch comes first.
+  if (s.num_steps() == 0) {
+    if (!per_call) plans_.emplace(&s, plan);
+    return plan;
+  }
   plan->launch = s.launch.seconds();
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<std::vector<std::pair<topo::Path, double>>> edge_paths;
@@ -211,7 +217,8 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
   };
   // Coupled channels: bytes per link over the call and the rate cap of their busiest step, per part.
   std::vector<std::vector<coupled::Load>> bytes_on;
-  std::vector<std::size_t> channel_of;
+  std::vector<std::size_t> part_of;    ///< per coupled channel: its part
+  std::vector<std::size_t> channel_at; ///< per coupled channel: its channel in the schedule
   for (std::size_t c = 0; c < shape->channels.size(); ++c) {
     const auto& ch = shape->channels[c];
     edge_paths.resize(ch.edges.size());
@@ -261,14 +268,15 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
       part.ref_bytes = critical_path(s, *shape, c, part.cap).second;
     }
     bytes_on.push_back(std::move(bytes));
-    channel_of.push_back(plan->parts.size());
+    part_of.push_back(plan->parts.size());
+    channel_at.push_back(c);
     plan->parts.push_back(std::move(part));
   }
   // The critical path at the rates the call's channels get among themselves (not at their caps: sixteen channels
   // sharing one NVLink each get a sixteenth), then the loads for that size.
   auto set_loads = [&] {
-    for (std::size_t j = 0; j < channel_of.size(); ++j) {
-      CoupledPart& part = plan->parts[channel_of[j]];
+    for (std::size_t j = 0; j < part_of.size(); ++j) {
+      CoupledPart& part = plan->parts[part_of[j]];
       part.loads.clear();
       if (part.ref_bytes <= 0) continue;
       for (const auto& b : bytes_on[j])
@@ -286,12 +294,12 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
     return cnet_->rates_alone(loads, caps);
   };
   set_loads();
-  if (!channel_of.empty()) {
+  if (!part_of.empty()) {
     const std::vector<double> first = solve_alone();
-    for (std::size_t j = 0; j < channel_of.size(); ++j) {
-      CoupledPart& part = plan->parts[channel_of[j]];
-      const std::size_t c = j; // coupled channels are the parts in channel order
-      const auto [latency, bytes] = critical_path(s, *shape, c, part.loads.empty() ? inf : first[channel_of[j]]);
+    for (std::size_t j = 0; j < part_of.size(); ++j) {
+      CoupledPart& part = plan->parts[part_of[j]];
+      const auto [latency, bytes] =
+          critical_path(s, *shape, channel_at[j], part.loads.empty() ? inf : first[part_of[j]]);
       part.latency = latency - plan->launch;
       part.ref_bytes = part.loads.empty() ? 0 : bytes;
     }
@@ -362,7 +370,9 @@ void Engine::handle_net(const LaneEvent& e)
   switch (e.type) {
   case LaneEv::NetStart: {
     Running& run = running_[e.arg];
-    const CoupledPlan& plan = *run.plan;
+    // Held here: the call may end inside the loop (every part without bytes), which releases the run's plan.
+    const std::shared_ptr<const CoupledPlan> held = run.plan;
+    const CoupledPlan& plan = *held;
     if (plan.parts.empty()) {
       run.parts_left = 1;
       part_done(e.arg, 0, now_);

@@ -17,6 +17,9 @@ Seconds isolated_collective_time(const models::Schedule& s, const topo::Topology
   std::size_t rounds = 0;
   for (const auto& ch : s.channels)
     rounds = std::max(rounds, ch.size());
+  // No step (a call of zero bytes): nothing is launched, as NCCL returns at once for count 0 and the collective
+  // runner posts nothing.
+  if (rounds == 0) return Seconds(0);
   // Rounds repeat (a ring's chunk loops): the time of a round depends only on each channel's pattern, bytes and
   // overhead.
   using Signature = std::vector<std::tuple<std::uint32_t, double, double, double>>;

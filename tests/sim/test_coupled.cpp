@@ -105,6 +105,8 @@ TEST(Coupled, LoneCollectivesAgainstClosedFormAndFlows)
        Protocol::LL128, 64e6, true},
       {"NVLS all_reduce, 1 node", one, test::first_ranks(8), CollectiveKind::AllReduce, Algorithm::Nvls,
        Protocol::Simple, 64e6, true},
+      {"ring all_reduce of 0 bytes, 1 node", one, test::first_ranks(8), CollectiveKind::AllReduce, Algorithm::Ring,
+       Protocol::Simple, 0, true},
       {"ring all_reduce, 4 nodes x 1 GPU", four, rail0, CollectiveKind::AllReduce, Algorithm::Ring, Protocol::Simple,
        256e6, true},
       {"PAT all_gather, 4 nodes x 1 GPU", four, rail0, CollectiveKind::AllGather, Algorithm::Pat, Protocol::Simple,
