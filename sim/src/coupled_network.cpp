@@ -1,5 +1,6 @@
 // The collective-level fluid network (coupled_network.hpp).
 #include "coupled_network.hpp"
+#include "rates.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -116,13 +117,6 @@ private:
   };
   std::vector<Entry> heap_;
 };
-
-bool differs(double a, double b)
-{
-  if (a == b) return false;
-  if (std::isinf(a) || std::isinf(b)) return true;
-  return std::abs(a - b) > 1e-12 * std::max({std::abs(a), std::abs(b), 1.0});
-}
 
 Filler& filler()
 {
@@ -294,7 +288,7 @@ void Network::solve(double t, const PostEnd& post)
           others = true;
           above = above || (level < kInf && fr.rate > level * (1 + 1e-12));
         } else {
-          changed = changed || fr.fresh || differs(fr.new_rate, fr.rate);
+          changed = changed || fr.fresh || rates_differ(fr.new_rate, fr.rate);
         }
       }
       if (others && (changed || above)) {

@@ -8,6 +8,7 @@
 // links join R and the fill is redone; flows on disjoint links are never visited. Each flow f has its rate r_f =
 // w_f * level (weights are 1 except for sprayed sub-flows) and an optional cap (DCQCN's rate, or 0 while paused).
 #include "fluid_network_impl.hpp"
+#include "rates.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,15 +16,6 @@
 namespace railyard::sim::fluid {
 
 namespace {
-
-bool differs(double a, double b)
-{
-  if (a == b)
-    return false;
-  if (std::isinf(a) || std::isinf(b))
-    return true;
-  return std::abs(a - b) > 1e-12 * std::max({std::abs(a), std::abs(b), 1.0});
-}
 
 struct FillLater {
   template <class E>
@@ -194,7 +186,7 @@ void Net::resolve(double t)
       for (const Slot& s : ls.mm) {
         const Flow& fl = flows_[s.flow];
         if (fl.mark == epoch_)
-          changed = changed || differs(fl.new_rate, fl.rate);
+          changed = changed || rates_differ(fl.new_rate, fl.rate);
         else
           max_fixed_level = std::max(max_fixed_level, fl.rate / fl.weight);
       }
@@ -210,7 +202,7 @@ void Net::resolve(double t)
   }
 
   for (std::uint32_t f : f_)
-    if (differs(flows_[f].new_rate, flows_[f].rate))
+    if (rates_differ(flows_[f].new_rate, flows_[f].rate))
       commit(f, t);
   for (std::uint32_t l : r_)
     links_[l].in_r = false;
