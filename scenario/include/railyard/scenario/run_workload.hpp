@@ -60,8 +60,10 @@ struct WorkloadRunResult {
 WorkloadRunResult run_workload(const Scenario& scenario, const sim::RunLimits& limits = {});
 
 /// Writes breakdown.csv (one row per rank), trace.json (Chrome trace of the traced ranks), for a flows replay on the
-/// fluid backend flows.csv and links.csv when recorded, and summary.json (step time, breakdown, MFU, the network's
-/// aggregates; last) into `folder`, then commits it (common/output_dir.hpp: staged, checked, swapped in whole).
+/// fluid backend flows.csv and links.csv when recorded, for a coupled replay congestion.csv (and links.csv when
+/// recorded), and summary.json (step time, breakdown, MFU, the network's aggregates, each job of a `jobs:` scenario,
+/// the congestion factors of a coupled replay; last) into `folder`, then commits it (common/output_dir.hpp: staged,
+/// checked, swapped in whole).
 void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder);
 /// Same into `dir`, with OutputDir's checks and no --force.
 void write_workload_outputs(const WorkloadRunResult& result, const std::string& dir);
