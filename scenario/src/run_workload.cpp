@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <limits>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 

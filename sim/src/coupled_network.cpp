@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 #include <stdexcept>
 
 namespace railyard::sim::coupled {
@@ -20,6 +19,8 @@ constexpr std::uint32_t kAlone = ~0U; ///< LinkRec::local of a link only one flo
 /// problem alone.
 class Filler {
 public:
+  /// A new problem with `links` shared links (capacities set with set_capacity); flows follow, each its loads, an
+  /// optional add_cap, then end_flow.
   void reset(std::size_t links)
   {
     cap_.assign(links, 0.0);
@@ -32,6 +33,12 @@ public:
   {
     flow_link_.push_back(link);
     flow_k_.push_back(k);
+  }
+  /// The current flow never runs faster than `cap`: a private link of that capacity, after the shared ones.
+  void add_cap(double cap)
+  {
+    cap_.push_back(cap);
+    add_load(static_cast<std::uint32_t>(cap_.size() - 1), 1.0);
   }
   void end_flow() { flow_off_.push_back(static_cast<std::uint32_t>(flow_link_.size())); }
 
@@ -126,16 +133,6 @@ Filler& filler()
 
 } // namespace
 
-void add_load(std::vector<Load>& loads, std::uint32_t link, double k)
-{
-  for (auto& l : loads)
-    if (l.link == link) {
-      l.k += k;
-      return;
-    }
-  loads.push_back({link, k});
-}
-
 Network::Network(const topo::Topology& topology, bool record_links, double sample_interval_s)
     : topo_(topology), record_links_(record_links), interval_(sample_interval_s)
 {
@@ -148,14 +145,7 @@ Network::Network(const topo::Topology& topology, bool record_links, double sampl
 
 std::uint32_t Network::add(double t, std::span<const Load> loads, double ref_bytes, double cap, std::uint64_t owner)
 {
-  std::uint32_t f = 0;
-  if (!free_.empty()) {
-    f = free_.back();
-    free_.pop_back();
-  } else {
-    f = static_cast<std::uint32_t>(flows_.size());
-    flows_.emplace_back();
-  }
+  const std::uint32_t f = flows_.acquire();
   FlowRec& fr = flows_[f];
   fr.loads.assign(loads.begin(), loads.end());
   fr.pos.resize(fr.loads.size());
@@ -192,7 +182,6 @@ void Network::mark_dirty(std::uint32_t link)
 
 void Network::solve(double t, const PostEnd& post)
 {
-  ++solves_;
   // Incremental max-min, as the fluid backend's (fluid_maxmin.cpp): the allocation before the changes was max-min
   // fair, so only flows on the links the changes touched (R) can change at first. Progressive filling runs for those
   // flows (F) over every link they cross (L), holding every other flow's rate fixed (its k x rate taken off the link's
@@ -250,10 +239,7 @@ void Network::solve(double t, const PostEnd& post)
       for (const Load& ld : fr.loads)
         if (links_[ld.link].local == kAlone) fr.solve_cap = std::min(fr.solve_cap, links_[ld.link].capacity / ld.k);
     }
-    std::size_t capped = 0;
-    for (std::uint32_t f : comp_flows_)
-      capped += flows_[f].solve_cap < kInf ? 1 : 0;
-    fill.reset(shared + capped);
+    fill.reset(shared);
     for (std::uint32_t l : comp_links_) {
       const LinkRec& L = links_[l];
       if (L.local == kAlone) continue;
@@ -262,15 +248,11 @@ void Network::solve(double t, const PostEnd& post)
         if (flows_[g].mark != epoch_) held += flows_[g].loads[gi].k * flows_[g].rate;
       fill.set_capacity(L.local, std::max(0.0, L.capacity - held));
     }
-    std::uint32_t next = shared;
     for (std::uint32_t f : comp_flows_) {
       const FlowRec& fr = flows_[f];
       for (const Load& ld : fr.loads)
         if (links_[ld.link].local != kAlone) fill.add_load(links_[ld.link].local, ld.k);
-      if (fr.solve_cap < kInf) {
-        fill.set_capacity(next, fr.solve_cap);
-        fill.add_load(next++, 1.0);
-      }
+      if (fr.solve_cap < kInf) fill.add_cap(fr.solve_cap);
       fill.end_flow();
     }
     rates = &fill.run();
@@ -302,7 +284,6 @@ void Network::solve(double t, const PostEnd& post)
   for (std::uint32_t l : r_links_)
     links_[l].in_r = false;
   dirty_flows_.clear();
-  solved_flows_ += comp_flows_.size();
   for (std::size_t j = 0; j < comp_flows_.size(); ++j) {
     const std::uint32_t f = comp_flows_[j];
     FlowRec& fr = flows_[f];
@@ -343,7 +324,7 @@ bool Network::end(std::uint32_t flow, std::uint32_t version, double t, std::uint
   fr.active = false;
   fr.loads.clear();
   ++fr.version;
-  free_.push_back(flow);
+  flows_.release(flow);
   last_end_ = std::max(last_end_, t);
   return true;
 }
@@ -407,23 +388,16 @@ std::vector<double> Network::rates_alone(const std::vector<std::vector<Load>>& f
         ids.push_back(ld.link);
       }
   std::sort(ids.begin(), ids.end());
-  std::size_t capped = 0;
-  for (double c : caps)
-    capped += c < kInf ? 1 : 0;
   Filler fill;
-  fill.reset(ids.size() + capped);
+  fill.reset(ids.size());
   for (std::uint32_t i = 0; i < ids.size(); ++i) {
     local[ids[i]] = i;
     fill.set_capacity(i, links_[ids[i]].capacity);
   }
-  auto next = static_cast<std::uint32_t>(ids.size());
   for (std::size_t i = 0; i < flows.size(); ++i) {
     for (const Load& ld : flows[i])
       fill.add_load(local[ld.link], ld.k);
-    if (i < caps.size() && caps[i] < kInf) {
-      fill.set_capacity(next, caps[i]);
-      fill.add_load(next++, 1.0);
-    }
+    if (i < caps.size() && caps[i] < kInf) fill.add_cap(caps[i]);
     fill.end_flow();
   }
   return fill.run();
@@ -431,7 +405,6 @@ std::vector<double> Network::rates_alone(const std::vector<std::vector<Load>>& f
 
 FluidReport Network::take_report()
 {
-
   FluidReport r;
   r.link_info = describe_links(topo_);
   r.stats.flows = flows_started_;

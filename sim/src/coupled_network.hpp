@@ -9,6 +9,7 @@
 // changes.
 #pragma once
 
+#include "railyard/common/slot_pool.hpp"
 #include "railyard/sim/fluid.hpp"
 #include "railyard/topologies/topology.hpp"
 
@@ -26,9 +27,6 @@ struct Load {
   double k = 0;
 };
 
-/// Adds `k` to `link` in `loads`, merging with an entry of the same link (loads stay few: a flow's distinct links).
-void add_load(std::vector<Load>& loads, std::uint32_t link, double k);
-
 class Network {
 public:
   /// `post(flow, version, date)`: put the flow's end on the calendar; an end whose version is no longer the flow's is
@@ -43,8 +41,8 @@ public:
   std::uint32_t add(double t, std::span<const Load> loads, double ref_bytes, double cap, std::uint64_t owner);
   /// Whether flows were added or removed since the last solve.
   [[nodiscard]] bool dirty() const { return !dirty_links_.empty() || !dirty_flows_.empty(); }
-  /// Re-solves the rates of the flows the changes since the last solve reach (their connected component), and posts
-  /// the end of every flow whose rate changed.
+  /// Re-solves the rates the changes since the last solve can move (incrementally: see solve() in the .cpp), and
+  /// posts the end of every flow whose rate changed.
   void solve(double t, const PostEnd& post);
   /// A posted end has come: if it is current, the flow leaves the network and its owner is returned through
   /// `owner` (true); a stale end returns false.
@@ -58,10 +56,6 @@ public:
 
   /// Link totals and samples, as the fluid backend reports them (no queues: max_queue, marks and pauses are 0).
   [[nodiscard]] FluidReport take_report();
-  [[nodiscard]] std::uint64_t flows_started() const { return flows_started_; }
-  /// Rate solves, and flows re-rated over all of them (the cost of sharing: summary.json's network.coupled).
-  [[nodiscard]] std::uint64_t solves() const { return solves_; }
-  [[nodiscard]] std::uint64_t solved_flows() const { return solved_flows_; }
 
 private:
   struct FlowRec {
@@ -96,12 +90,11 @@ private:
   bool record_links_;
   double interval_;
   std::vector<LinkRec> links_;
-  std::vector<FlowRec> flows_;
-  std::vector<std::uint32_t> free_;
+  SlotPool<FlowRec> flows_;
   std::vector<std::uint32_t> dirty_links_, dirty_flows_;
   std::vector<std::uint32_t> comp_links_, comp_flows_, r_links_;
   std::uint32_t epoch_ = 0;
-  std::uint64_t flows_started_ = 0, solves_ = 0, solved_flows_ = 0;
+  std::uint64_t flows_started_ = 0;
   double first_start_ = -1, last_end_ = 0;
   std::vector<LinkSample> samples_;
 };

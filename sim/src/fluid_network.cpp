@@ -565,7 +565,7 @@ std::optional<RouteRef> Net::single_route(int src, int dst)
 
 const std::vector<topo::Path>& Net::spray_paths(int src, int dst)
 {
-  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  const std::uint64_t key = pair_key(src, dst);
   auto it = spray_cache_.find(key);
   if (it == spray_cache_.end())
     it = spray_cache_.emplace(key, topo_.all_paths(src, dst, pxn_, cfg_.spray_max_paths)).first;
@@ -606,8 +606,7 @@ void Net::start_pending(double t)
             }
             // The QP's 5-tuple: both ends, the connection and the QP. Topology::route's switch hash sees only this
             // key, so the pair must be in it, or every pair's QP 0 would take the same uplink.
-            const std::uint64_t pair =
-                (static_cast<std::uint64_t>(msg.src) << 32) | static_cast<std::uint32_t>(msg.dst);
+            const std::uint64_t pair = pair_key(msg.src, msg.dst);
             const std::uint64_t key =
                 splitmix64(splitmix64(splitmix64(pair) ^ msg.tag) ^ static_cast<std::uint64_t>(qp));
             routes_.push_back(store_route(topo_.route(msg.src, msg.dst, key, seed_, pxn_)));

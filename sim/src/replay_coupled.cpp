@@ -32,7 +32,7 @@ void Engine::connection_paths(int src, int dst, std::uint64_t key, std::vector<s
   out.clear();
   const FluidConfig& f = cfg_.fluid;
   if (f.ecmp == EcmpMode::Spray) {
-    const std::uint64_t pair = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+    const std::uint64_t pair = pair_key(src, dst);
     auto it = spray_paths_.find(pair);
     if (it == spray_paths_.end())
       it = spray_paths_.emplace(pair, topo_.all_paths(src, dst, cfg_.pxn, f.spray_max_paths)).first;
@@ -78,7 +78,7 @@ std::shared_ptr<const CoupledShape> Engine::coupled_shape(const models::Schedule
             pe.push_back(CoupledShape::kSelf);
             continue;
           }
-          const std::uint64_t pair = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+          const std::uint64_t pair = pair_key(src, dst);
           auto [it, inserted] = edge_of.emplace(pair, static_cast<std::uint32_t>(ch.edges.size()));
           if (inserted) {
             CoupledShape::Edge e{src, dst, 0, 0};
@@ -168,16 +168,34 @@ std::pair<double, double> Engine::critical_path(const models::Schedule& s, const
 
 bool Engine::single_path(int src, int dst)
 {
-  const std::uint64_t pair = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  const std::uint64_t pair = pair_key(src, dst);
   auto it = single_path_.find(pair);
   if (it == single_path_.end())
     it = single_path_.emplace(pair, topo_.all_paths(src, dst, cfg_.pxn, 2).size() == 1).first;
   return it->second;
 }
 
+void Engine::add_path_load(const topo::Path& path, double k)
+{
+  for (auto l : path) {
+    if (link_k_[l] == 0) touched_.push_back(static_cast<std::uint32_t>(l));
+    link_k_[l] += k;
+  }
+}
+
+void Engine::take_loads(std::vector<coupled::Load>& out)
+{
+  std::sort(touched_.begin(), touched_.end());
+  for (auto l : touched_) {
+    out.push_back({l, link_k_[l]});
+    link_k_[l] = 0;
+  }
+  touched_.clear();
+}
+
 std::uint64_t Engine::edge_key(int src, int dst, std::size_t channel, std::uint64_t salt)
 {
-  const std::uint64_t pair = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  const std::uint64_t pair = pair_key(src, dst);
   return splitmix64(pair) ^ splitmix64(splitmix64(static_cast<std::uint64_t>(channel) + 1) ^ salt);
 }
 
@@ -201,20 +219,6 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
   plan->launch = s.launch.seconds();
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<std::vector<std::pair<topo::Path, double>>> edge_paths;
-  auto take_loads = [&](std::vector<coupled::Load>& out) {
-    std::sort(touched_.begin(), touched_.end());
-    for (auto l : touched_) {
-      out.push_back({l, link_k_[l]});
-      link_k_[l] = 0;
-    }
-    touched_.clear();
-  };
-  auto add_path = [&](const topo::Path& path, double k) {
-    for (auto l : path) {
-      if (link_k_[l] == 0) touched_.push_back(static_cast<std::uint32_t>(l));
-      link_k_[l] += k;
-    }
-  };
   // Coupled channels: bytes per link over the call and the rate cap of their busiest step, per part.
   std::vector<std::vector<coupled::Load>> bytes_on;
   std::vector<std::size_t> part_of;    ///< per coupled channel: its part
@@ -232,7 +236,7 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
         CoupledPart part{{}, ch.edges[i].bytes, latency, ch.edges[i].bytes, inf};
         if (part.ref_bytes > 0) {
           for (const auto& [path, share] : edge_paths[i])
-            add_path(path, share);
+            add_path_load(path, share);
           take_loads(part.loads);
         }
         plan->parts.push_back(std::move(part));
@@ -249,7 +253,7 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
       part.wire_bytes += ch.edges[i].bytes;
       if (ch.edges[i].bytes > 0)
         for (const auto& [path, share] : edge_paths[i])
-          add_path(path, share * ch.edges[i].bytes);
+          add_path_load(path, share * ch.edges[i].bytes);
     }
     std::vector<coupled::Load> bytes;
     take_loads(bytes);
@@ -258,7 +262,7 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
         for (std::uint32_t e : pe)
           if (e != CoupledShape::kSelf && ch.edges[e].bytes > 0)
             for (const auto& [path, share] : edge_paths[e])
-              add_path(path, share);
+              add_path_load(path, share);
         for (auto l : touched_) {
           part.cap = std::min(part.cap, topo_.link(l).bandwidth.bytes_per_sec() / link_k_[l]);
           link_k_[l] = 0;
@@ -351,7 +355,6 @@ void Engine::start_coupled(const RankRt& rt, OpId op_id, const Op& op, int comm,
   run.members = std::move(inst.members);
   run.plan = coupled_plan(*schedule);
   run.parts_left = static_cast<std::uint32_t>(run.plan->parts.size());
-  run.start = now_;
   run.end = now_ + run.plan->launch;
   run.run = CollectiveRun{comm, schedule->kind, static_cast<std::uint8_t>(kind_of(comm)), inst.bytes, now_,
                           0,    run.plan->alone};
@@ -443,7 +446,7 @@ void Engine::send_coupled(std::uint32_t id)
 {
   const Message& m = msgs_[id];
   std::vector<std::pair<topo::Path, double>> paths;
-  const std::uint64_t pair = (static_cast<std::uint64_t>(m.src) << 32) | static_cast<std::uint32_t>(m.dst);
+  const std::uint64_t pair = pair_key(m.src, m.dst);
   const std::uint64_t key = cfg_.fluid.ecmp == EcmpMode::PerFlow ? splitmix64(pair ^ splitmix64(++salt_))
                                                                  : splitmix64(splitmix64(pair) ^ m.net_tag);
   coupled_totals_.flows_sent += 1;
@@ -455,13 +458,13 @@ void Engine::send_coupled(std::uint32_t id)
     return;
   }
   connection_paths(m.src, m.dst, key, paths);
-  std::vector<coupled::Load> loads;
   double latency = 0;
   for (const auto& [path, share] : paths) {
     latency = std::max(latency, topo_.path_latency(path).seconds());
-    for (auto l : path)
-      coupled::add_load(loads, static_cast<std::uint32_t>(l), share);
+    add_path_load(path, share);
   }
+  std::vector<coupled::Load> loads;
+  take_loads(loads);
   msg_latency_[id] = latency;
   cnet_->add(now_, loads, m.bytes, std::numeric_limits<double>::infinity(), kMessageBit | id);
   request_solve();

@@ -151,7 +151,7 @@ struct Running {
   std::vector<std::pair<int, std::uint32_t>> members; ///< (rank, lane)
   std::shared_ptr<const CoupledPlan> plan;
   std::uint32_t parts_left = 0;
-  double start = 0, end = 0;
+  double end = 0; ///< the latest part's end plus its latency so far
   CollectiveRun run;
 };
 
@@ -237,6 +237,10 @@ private:
   void start_coupled(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op, int comm, Instance& inst);
   std::shared_ptr<const CoupledShape> coupled_shape(const models::Schedule& s);
   std::shared_ptr<const CoupledPlan> coupled_plan(const models::Schedule& s);
+  /// Adds k on every link of `path` to the plan scratch (link_k_, touched_); take_loads() moves the sums out as
+  /// loads in link order and clears the scratch.
+  void add_path_load(const topo::Path& path, double k);
+  void take_loads(std::vector<coupled::Load>& out);
   bool single_path(int src, int dst);
   static std::uint64_t edge_key(int src, int dst, std::size_t channel, std::uint64_t salt);
   std::pair<double, double> critical_path(const models::Schedule& s, const CoupledShape& shape, std::size_t c,

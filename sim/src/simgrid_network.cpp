@@ -1,5 +1,7 @@
 #include "simgrid_network.hpp"
 
+#include "railyard/common/hash.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,10 +10,6 @@
 
 namespace railyard::sim {
 namespace sg = simgrid;
-
-namespace {
-std::uint64_t pair_key(int src, int dst) { return (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst); }
-} // namespace
 
 EcmpZone::EcmpZone(const topo::Topology& topology, std::uint64_t seed, bool pxn)
     : NetZoneImpl("railyard"), topology_(topology), seed_(seed), pxn_(pxn)

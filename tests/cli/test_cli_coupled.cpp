@@ -223,9 +223,16 @@ TEST(CliCoupled, BadJobsAreRefused)
                             "{global_batch: 1}}\n";
   std::string placement = jobs_yaml("contiguous");
   placement.replace(placement.find("placement: contiguous"), 21, "placement: packed");
+  // One node for the first job leaves no 15 free nodes starting at a leaf group boundary (every 2 nodes) for the
+  // second.
+  std::string unaligned = jobs_yaml("contiguous");
+  unaligned.replace(unaligned.find("gpus: 64"), 8, "gpus: 8");
+  unaligned.replace(unaligned.find("gpus: 64"), 8, "gpus: 120");
+  unaligned.replace(unaligned.rfind("placement: contiguous"), 21, "placement: rail_aligned");
   for (const Bad& b : {Bad{"odd", odd, "not a positive multiple of the cluster's 8 GPUs per node"},
                        Bad{"too_many", jobs_yaml("contiguous", third), "more than the cluster's 128"},
-                       Bad{"placement", placement, "unknown placement 'packed'"}}) {
+                       Bad{"placement", placement, "unknown placement 'packed'"},
+                       Bad{"unaligned", unaligned, "needs 15 free nodes starting at a leaf group boundary (every 2"}}) {
     const fs::path file = dir / (b.name + ".yaml");
     std::ofstream(file) << b.yaml;
     const auto r = run_cli("run " + shell_quote(file.string()) + " --out " + shell_quote((dir / b.name).string()));
