@@ -137,9 +137,6 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     bad("--communication", fmt::format("unknown communication '{}'", options.communication),
         "use auto (coupled from 512 ranks on), flows (every transfer on the network) or coupled (each channel one "
         "fluid flow)");
-  if (options.communication == "coupled" && scenario.sim.fluid.queues())
-    bad("--communication", "coupled does not model DCQCN or PFC yet, and the scenario's network turns them on",
-        "use --communication flows, or remove cc and pfc from the scenario's network section");
 
   const topo::Topology topology = topo::build_topology(scenario.cluster, scenario.cluster_where);
   NcclTestsRun run;
@@ -163,8 +160,7 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
   run.proto_env = scenario.nccl.proto;
   // One communicator for the whole sweep, as nccl-tests creates one and calls it for every size.
   const NcclCommunicator comm(ranks, topology, scenario.nccl);
-  run.coupled = options.communication == "coupled" ||
-                (options.communication == "auto" && run.nranks >= kCoupledFrom && !scenario.sim.fluid.queues());
+  run.coupled = options.communication == "coupled" || (options.communication == "auto" && run.nranks >= kCoupledFrom);
 
   for (std::int64_t size = options.min_bytes; size <= options.max_bytes;
        size = options.step_factor > 1 ? size * options.step_factor : size + options.step_bytes) {

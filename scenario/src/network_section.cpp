@@ -15,7 +15,7 @@ using namespace railyard::sim; // the simulator this layer drives
 void parse_network(const YamlNode& net, SimulationConfig& config, RecordChoice& records)
 {
   net.expect_keys({"backend", "pxn", "time_precision", "ecmp", "qps_per_connection", "spray_max_paths", "cc", "dcqcn",
-                   "pfc", "mtu", "time_step", "outputs"});
+                   "pfc", "mtu", "time_step", "queue_steps", "outputs"});
   if (auto b = net.get("backend")) {
     const std::string name = b->as_string();
     const auto* k = std::find_if(kBackends.begin(), kBackends.end(), [&](Backend x) { return to_string(x) == name; });
@@ -37,8 +37,8 @@ void parse_network(const YamlNode& net, SimulationConfig& config, RecordChoice& 
 
   FluidConfig& f = config.fluid;
   // Everything below is the fluid backend's; with simgrid it would be silently ignored, so refuse it.
-  for (const char* key :
-       {"ecmp", "qps_per_connection", "spray_max_paths", "cc", "dcqcn", "pfc", "mtu", "time_step", "outputs"})
+  for (const char* key : {"ecmp", "qps_per_connection", "spray_max_paths", "cc", "dcqcn", "pfc", "mtu", "time_step",
+                          "queue_steps", "outputs"})
     if (auto n = net.get(key); n && config.backend != Backend::Fluid)
       n->fail(fmt::format("'{}' needs the fluid backend: the simgrid backend hashes every transfer anew and has no "
                           "congestion control, queues or flow records",
@@ -92,6 +92,20 @@ void parse_network(const YamlNode& net, SimulationConfig& config, RecordChoice& 
     if (!(f.time_step.seconds() >= 1e-8 && f.time_step.seconds() <= 1e-4))
       t->fail(fmt::format("time_step = {} s is outside [10 ns, 100 us]", f.time_step.seconds()),
               "give the queue model's step, e.g. '1 us' (DCQCN's timers are tens of microseconds)");
+  }
+  if (auto q = net.get("queue_steps")) {
+    const std::string m = q->as_string();
+    if (m == "adaptive")
+      f.adaptive_steps = true;
+    else if (m == "fixed")
+      f.adaptive_steps = false;
+    else
+      q->fail(fmt::format("queue_steps = '{}' is neither adaptive nor fixed", m),
+              "write 'adaptive' (the default: coupled communication integrates queues only while a port is congested) "
+              "or 'fixed' (every time_step, as per-transfer flows always do)");
+    if (!f.queues())
+      q->fail("queue_steps is given but no queue is modelled (neither cc: dcqcn nor pfc is on)",
+              "add 'cc: dcqcn' or 'pfc: {enabled: true}', or remove queue_steps");
   }
   if (auto o = net.get("outputs")) {
     o->expect_keys({"flows", "links", "sample_interval"});

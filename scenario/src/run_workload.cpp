@@ -361,16 +361,14 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   ReplayOptions options = scenario.workload->replay;
   std::string default_note;
   if (!scenario.workload->communication_given) {
-    // The default: collectives as coupled flows on a multi-node fabric (contention between everything in flight, in
-    // seconds at thousands of GPUs); per-step flows inside one node, and wherever DCQCN or PFC is on.
-    const bool coupled = scenario.cluster.nodes > 1 && !scenario.sim.fluid.queues();
+    // The default: collectives as coupled flows on a multi-node fabric (contention between everything in flight,
+    // with DCQCN and PFC where the network turns them on, in seconds at thousands of GPUs); per-step flows inside one
+    // node.
+    const bool coupled = scenario.cluster.nodes > 1;
     options.comm = coupled ? CommModel::Coupled : CommModel::Flows;
     default_note = coupled ? "communication: coupled, the default on a multi-node cluster (replay.communication "
                              "names another: flows, analytical or ideal)"
-                   : scenario.cluster.nodes > 1
-                       ? "communication: flows, the default on a multi-node cluster whose network turns on DCQCN or "
-                         "PFC (coupled does not model them yet)"
-                       : "communication: flows, the default inside one node";
+                           : "communication: flows, the default inside one node";
   }
   const std::size_t max_steps = limits.step_budget(footprint);
   options.lower = nccl_lowering(topology, scenario.nccl, scenario.step_overhead, max_steps);
@@ -414,13 +412,6 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
       return std::optional<Seconds>(used);
     };
   }
-  if (options.comm == CommModel::Coupled && scenario.sim.fluid.queues())
-    throw InputError(workload_where,
-                     fmt::format("communication: coupled does not model DCQCN or PFC yet, and the network section "
-                                 "turns on {}",
-                                 scenario.sim.fluid.cc != CongestionControl::None ? "cc: dcqcn" : "pfc"),
-                     "remove cc and pfc from network: to time the step with max-min sharing, or use communication: "
-                     "flows (every transfer on the fluid network, with DCQCN and PFC)");
   if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && !profile)
     throw InputError(scenario.workload->where,
                      "a generated workload is timed by a profile's kernel model, and the scenario names no profile",

@@ -133,42 +133,62 @@ Filler& filler()
 
 } // namespace
 
-Network::Network(const topo::Topology& topology, bool record_links, double sample_interval_s)
-    : topo_(topology), record_links_(record_links), interval_(sample_interval_s)
+Network::Network(const topo::Topology& topology, const FluidConfig& config, std::uint64_t seed)
+    : topo_(topology), cfg_(config), seed_(seed), record_links_(config.record_links),
+      interval_(config.sample_interval.seconds()), queues_(config.queues())
 {
   if (record_links_ && !(interval_ > 0))
     throw std::invalid_argument("coupled::Network: the sample interval must be positive");
   links_.resize(topo_.num_links());
   for (topo::LinkId l = 0; l < topo_.num_links(); ++l)
     links_[l].capacity = topo_.link(l).bandwidth.bytes_per_sec();
+  if (queues_) init_queues();
 }
 
-std::uint32_t Network::add(double t, std::span<const Load> loads, double ref_bytes, double cap, std::uint64_t owner)
+std::uint32_t Network::add(double t, std::span<const Load> loads, double ref_bytes, double cap, std::uint64_t owner,
+                           std::span<const LaneSpec> lanes)
 {
   const std::uint32_t f = flows_.acquire();
   FlowRec& fr = flows_[f];
-  fr.loads.assign(loads.begin(), loads.end());
-  fr.pos.resize(fr.loads.size());
-  fr.remaining = ref_bytes;
-  fr.cap = cap;
+  fr.loads.clear();
+  fr.extra.clear();
+  fr.lanes.clear();
+  fr.remaining = fr.ref = ref_bytes;
+  fr.cap = fr.base_cap = cap;
   fr.rate = 0;
   fr.last_t = t;
   fr.owner = owner;
   fr.active = true;
   fr.fresh = true;
+  fr.draining = fr.drained = false;
+  fr.paused = 0;
+  fr.end_at = 0;
   ++flows_started_;
   if (first_start_ < 0) first_start_ = t;
+  if (queues_ && !lanes.empty())
+    add_lanes(f, t, lanes); // fills fr.loads (host hops) and fr.extra (the rest)
+  else
+    fr.loads.assign(loads.begin(), loads.end());
+  fr.pos.resize(fr.loads.size());
   for (std::uint32_t i = 0; i < fr.loads.size(); ++i) {
     const std::uint32_t l = fr.loads[i].link;
     LinkRec& L = links_[l];
     integrate(l, t);
     fr.pos[i] = static_cast<std::uint32_t>(L.flows.size());
     L.flows.emplace_back(f, i);
-    ++L.flows_total;
-    L.max_flows = std::max<std::uint32_t>(L.max_flows, static_cast<std::uint32_t>(L.flows.size()));
-    L.bin_max_flows = std::max<std::uint32_t>(L.bin_max_flows, static_cast<std::uint32_t>(L.flows.size()));
     mark_dirty(l);
   }
+  auto count = [&](const std::vector<Load>& v, bool joined) {
+    for (const Load& ld : v) {
+      LinkRec& L = links_[ld.link];
+      ++L.flows_total;
+      const auto n = static_cast<std::uint32_t>(L.flows.size() + (joined ? 0 : 1));
+      L.max_flows = std::max(L.max_flows, n);
+      L.bin_max_flows = std::max(L.bin_max_flows, n);
+    }
+  };
+  count(fr.loads, true);
+  count(fr.extra, false);
   dirty_flows_.push_back(f);
   return f;
 }
@@ -206,7 +226,7 @@ void Network::solve(double t, const PostEnd& post)
     comp_links_.clear();
     for (std::uint32_t f : dirty_flows_) {
       FlowRec& fr = flows_[f];
-      if (!fr.active || fr.mark == epoch_) continue;
+      if (!fr.active || fr.draining || fr.mark == epoch_) continue; // a draining flow holds no share
       fr.mark = epoch_;
       comp_flows_.push_back(f);
     }
@@ -289,43 +309,91 @@ void Network::solve(double t, const PostEnd& post)
     FlowRec& fr = flows_[f];
     const double r = (*rates)[j];
     if (!fr.fresh && r == fr.rate) continue;
-    if (!fr.fresh) fr.remaining = std::max(0.0, fr.remaining - fr.rate * (t - fr.last_t));
-    for (const Load& ld : fr.loads) {
-      integrate(ld.link, t);
-      links_[ld.link].rate += ld.k * (r - fr.rate);
-    }
+    set_rate(f, r, t);
     fr.fresh = false;
-    fr.rate = r;
-    fr.last_t = t;
     ++fr.version;
-    post(f, fr.version, r == kInf || fr.remaining <= 0 ? t : t + fr.remaining / r);
+    if (r > 0) post(f, fr.version, r == kInf || fr.remaining <= 0 ? t : t + fr.remaining / r);
   }
+  if (queues_) mode_check(t);
 }
 
-bool Network::end(std::uint32_t flow, std::uint32_t version, double t, std::uint64_t& owner)
+void Network::set_rate(std::uint32_t f, double r, double t)
 {
-  if (flow >= flows_.size()) return false;
-  FlowRec& fr = flows_[flow];
-  if (!fr.active || fr.version != version) return false;
-  owner = fr.owner;
+  FlowRec& fr = flows_[f];
+  if (!fr.lanes.empty()) begin_rate_change(f, t);
+  if (!fr.fresh) fr.remaining = std::max(0.0, fr.remaining - (fr.rate == kInf ? kInf : fr.rate * (t - fr.last_t)));
+  const double old = fr.fresh ? 0.0 : fr.rate;
+  for (const std::vector<Load>* v : {&fr.loads, &fr.extra})
+    for (const Load& ld : *v) {
+      integrate(ld.link, t);
+      links_[ld.link].rate += ld.k * (r - old);
+    }
+  fr.rate = r;
+  fr.last_t = t;
+  fr.fresh = false;
+  if (!fr.lanes.empty()) end_rate_change(f);
+}
+
+void Network::detach(std::uint32_t f, double t)
+{
+  FlowRec& fr = flows_[f];
+  if (!fr.fresh && fr.rate != 0 && fr.rate < kInf) set_rate(f, 0, t);
+  fr.fresh = false;
   for (std::uint32_t i = 0; i < fr.loads.size(); ++i) {
     const std::uint32_t l = fr.loads[i].link;
     LinkRec& L = links_[l];
-    integrate(l, t);
-    if (fr.rate < kInf) L.rate -= fr.loads[i].k * fr.rate;
     const std::uint32_t p = fr.pos[i];
     const auto moved = L.flows.back();
     L.flows[p] = moved;
     L.flows.pop_back();
     if (p < L.flows.size()) flows_[moved.first].pos[moved.second] = p;
-    if (L.flows.empty()) L.rate = 0; // no rounding residue on an idle link
+    if (L.flows.empty()) {
+      integrate(l, t);
+      L.rate = 0; // no rounding residue on an idle link
+    }
     mark_dirty(l);
   }
-  fr.active = false;
   fr.loads.clear();
+  fr.pos.clear();
+}
+
+void Network::release(std::uint32_t f, double t)
+{
+  FlowRec& fr = flows_[f];
+  detach(f, t);
+  if (!fr.lanes.empty()) remove_lanes(f);
+  for (const Load& ld : fr.extra) {
+    integrate(ld.link, t);
+    if (links_[ld.link].flows.empty() && links_[ld.link].rate < 1e-9 * links_[ld.link].capacity)
+      links_[ld.link].rate = 0;
+  }
+  fr.extra.clear();
+  fr.active = false;
   ++fr.version;
-  flows_.release(flow);
+  flows_.release(f);
   last_end_ = std::max(last_end_, t);
+}
+
+bool Network::end(std::uint32_t flow, std::uint32_t version, double t, std::uint64_t& owner, double& at)
+{
+  if (flow >= flows_.size()) return false;
+  FlowRec& fr = flows_[flow];
+  if (!fr.active || fr.version != version) return false;
+  if (!fr.lanes.empty() && !fr.draining) {
+    // Its last byte entered the network: it leaves the host links; the queues still hold what they hold.
+    set_rate(flow, 0, t);
+    fr.remaining = 0;
+    fr.draining = true;
+    detach(flow, t);
+    finish_injection(flow, t);
+    if (!fr.drained) {
+      ++fr.version;
+      return false;
+    }
+  }
+  owner = fr.owner;
+  at = fr.drained ? fr.end_at : t;
+  release(flow, t);
   return true;
 }
 
@@ -333,11 +401,13 @@ void Network::integrate(std::uint32_t link, double t)
 {
   LinkRec& L = links_[link];
   if (!(t > L.last_t)) return;
-  if (L.rate <= 0 || L.rate == kInf) {
+  const bool moving = L.rate > 0 && L.rate != kInf;
+  if (!moving && !L.paused) {
     L.last_t = t;
     return;
   }
-  L.bytes += L.rate * (t - L.last_t);
+  if (moving) L.bytes += L.rate * (t - L.last_t);
+  if (L.paused) L.paused_total += t - L.last_t;
   if (!record_links_) {
     L.last_t = t;
     return;
@@ -346,20 +416,25 @@ void Network::integrate(std::uint32_t link, double t)
   std::uint64_t k = bin_of(L.last_t);
   while (L.last_t < t) {
     if (k != L.bin) {
-      if (L.bin_bytes > 0) {
-        const double start = static_cast<double>(L.bin) * interval_;
-        samples_.push_back(
-            {start, interval_, link, L.bin_bytes, L.bin_bytes / (L.capacity * interval_), 0, 0, 0, L.bin_max_flows});
-      }
+      close_bin(link, static_cast<double>(L.bin) * interval_, interval_);
       L.bin = k;
-      L.bin_bytes = 0;
       L.bin_max_flows = static_cast<std::uint32_t>(L.flows.size());
     }
     const double seg_end = std::min(t, static_cast<double>(k + 1) * interval_);
-    L.bin_bytes += L.rate * (seg_end - L.last_t);
+    if (moving) L.bin_bytes += L.rate * (seg_end - L.last_t);
+    if (L.paused) L.bin_paused += seg_end - L.last_t;
     L.last_t = seg_end;
     ++k;
   }
+}
+
+void Network::close_bin(std::uint32_t link, double start, double len)
+{
+  LinkRec& L = links_[link];
+  if (L.bin_bytes > 0 || L.bin_max_queue > 0 || L.bin_marks > 0 || L.bin_paused > 0)
+    samples_.push_back({start, len, link, L.bin_bytes, len > 0 ? L.bin_bytes / (L.capacity * len) : 0.0,
+                        L.bin_max_queue, L.bin_marks, L.bin_paused, L.bin_max_flows});
+  L.bin_bytes = L.bin_max_queue = L.bin_marks = L.bin_paused = 0;
 }
 
 void Network::finish(double t)
@@ -367,12 +442,9 @@ void Network::finish(double t)
   for (std::uint32_t l = 0; l < links_.size(); ++l) {
     integrate(l, t);
     LinkRec& L = links_[l];
-    if (record_links_ && L.bin_bytes > 0) {
+    if (record_links_) {
       const double start = static_cast<double>(L.bin) * interval_;
-      const double len = std::max(std::min(interval_, t - start), 0.0);
-      samples_.push_back(
-          {start, len, l, L.bin_bytes, len > 0 ? L.bin_bytes / (L.capacity * len) : 0.0, 0, 0, 0, L.bin_max_flows});
-      L.bin_bytes = 0;
+      close_bin(l, start, std::max(std::min(interval_, t - start), 0.0));
     }
   }
 }
@@ -407,16 +479,34 @@ FluidReport Network::take_report()
 {
   FluidReport r;
   r.link_info = describe_links(topo_);
-  r.stats.flows = flows_started_;
-  r.stats.first_start = first_start_;
-  r.stats.last_end = last_end_;
-  r.stats.links.resize(links_.size());
+  FluidStats& st = r.stats;
+  st.flows = flows_started_;
+  st.first_start = first_start_;
+  st.last_end = last_end_;
+  st.links.resize(links_.size());
   for (std::size_t l = 0; l < links_.size(); ++l) {
-    LinkTotals& tot = r.stats.links[l];
+    LinkTotals& tot = st.links[l];
     tot.bytes = links_[l].bytes;
     tot.max_flows = links_[l].max_flows;
     tot.flows = links_[l].flows_total;
+    tot.paused = links_[l].paused_total;
+    if (queues_) {
+      const QLink& q = q_[l];
+      tot.max_queue = q.max_queue;
+      tot.marks = q.marks;
+      tot.max_ingress = q.max_ingress;
+      st.pause_events += q.pause_events;
+    }
+    st.pause_time += tot.paused;
+    st.ecn_marks += tot.marks;
+    if (tot.max_queue > st.max_queue) {
+      st.max_queue = tot.max_queue;
+      st.max_queue_link = static_cast<std::int64_t>(l);
+    }
   }
+  st.cnps = cnps_;
+  st.rate_decreases = decreases_;
+  st.overflow_bytes = overflow_;
   std::sort(samples_.begin(), samples_.end(), [](const LinkSample& a, const LinkSample& b) {
     return a.time != b.time ? a.time < b.time : a.link < b.link;
   });

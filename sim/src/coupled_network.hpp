@@ -7,12 +7,20 @@
 // changes touch are re-filled, and the set grows only where a rate changed next to other flows. Flows end on the
 // caller's event calendar: the network posts each flow's end date, a version outdates earlier posts when its rate
 // changes.
+//
+// With DCQCN or PFC on (FluidConfig::queues()), switch egress ports become fluid queues (coupled_queues.cpp): each
+// edge QP of a flow is a lane with its own path and reaction point, the flow runs at the minimum of its max-min share
+// over the host links and its lanes' DCQCN rates, and the ports integrate queues, ECN marks and PFC pauses only while
+// one of them is overloaded or holds bytes.
 #pragma once
 
 #include "railyard/common/slot_pool.hpp"
+#include "railyard/models/cc/dcqcn.hpp"
+#include "railyard/sim/event_calendar.hpp"
 #include "railyard/sim/fluid.hpp"
 #include "railyard/topologies/topology.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -27,26 +35,52 @@ struct Load {
   double k = 0;
 };
 
+/// One QP (or sprayed path) of an edge of a coupled flow, for the queue model: its path and the bytes it moves per
+/// reference byte of the flow.
+struct LaneSpec {
+  std::vector<std::uint32_t> links;
+  double w = 0;
+  std::uint32_t qps = 1; ///< alike QPs it stands for (channels merged as copies, QPs of one path)
+  /// Bytes its sender may hold back while its DCQCN rate is below the flow's (its share of NCCL's connection buffer):
+  /// a ring's edge lags the others by at most its FIFO before it holds the whole ring back.
+  double window = 0;
+};
+
 class Network {
 public:
   /// `post(flow, version, date)`: put the flow's end on the calendar; an end whose version is no longer the flow's is
   /// stale (end() ignores it).
   using PostEnd = std::function<void(std::uint32_t flow, std::uint32_t version, double at)>;
 
-  Network(const topo::Topology& topology, bool record_links, double sample_interval_s);
+  /// `config`: sampling (record_links, sample_interval) and, when config.queues(), the queue model (cc, dcqcn, pfc,
+  /// mtu, time_step, adaptive_steps); `seed` draws the ECN marks' CNP thresholds.
+  Network(const topo::Topology& topology, const FluidConfig& config, std::uint64_t seed);
 
   /// A flow of `ref_bytes` (its size: at rate r it ends after ref_bytes / r) that consumes k x r on each link of its
   /// loads and never runs faster than `cap` (bytes per second; infinity: no cap), entering the network at `t`. Rates
-  /// are solved at the next solve(). Returns its id.
-  std::uint32_t add(double t, std::span<const Load> loads, double ref_bytes, double cap, std::uint64_t owner);
+  /// are solved at the next solve(). With queues on, `lanes` (its edge QPs) replace `loads`: hops before a lane's
+  /// first switch queue share max-min, the queue model moves the bytes from there. Returns its id.
+  std::uint32_t add(double t, std::span<const Load> loads, double ref_bytes, double cap, std::uint64_t owner,
+                    std::span<const LaneSpec> lanes = {});
   /// Whether flows were added or removed since the last solve.
   [[nodiscard]] bool dirty() const { return !dirty_links_.empty() || !dirty_flows_.empty(); }
   /// Re-solves the rates the changes since the last solve can move (incrementally: see solve() in the .cpp), and
   /// posts the end of every flow whose rate changed.
   void solve(double t, const PostEnd& post);
-  /// A posted end has come: if it is current, the flow leaves the network and its owner is returned through
-  /// `owner` (true); a stale end returns false.
-  bool end(std::uint32_t flow, std::uint32_t version, double t, std::uint64_t& owner);
+  /// A posted end has come: if it is current and the flow's bytes all arrived, the flow leaves the network, its owner
+  /// is returned through `owner` and the date its last byte arrived through `at` (true). A stale end returns false;
+  /// so does the end of a flow's injection while the queue model still holds its bytes (its end is posted again once
+  /// they arrive).
+  bool end(std::uint32_t flow, std::uint32_t version, double t, std::uint64_t& owner, double& at);
+  /// Whether the queue model runs (DCQCN or PFC on).
+  [[nodiscard]] bool queues() const { return queues_; }
+  /// The queue model: the next date it must be advanced to (a step's end, a CNP or a PAUSE taking effect, a DCQCN
+  /// timer); infinity when nothing changes until flows come or go.
+  [[nodiscard]] double next_time();
+  /// The queue model: integrates queues and processes its events up to `t` (re-solving rates at the dates before `t`
+  /// where they change, posting ends through `post`; changes at `t` itself wait for the caller's solve(), after
+  /// every other change at `t`). Call before any add(), end() or solve() at `t`.
+  void advance(double t, const PostEnd& post);
   /// Integrates the link statistics up to `t` (the end of the run) and closes the last samples.
   void finish(double t);
 
@@ -59,13 +93,52 @@ public:
 
 private:
   struct FlowRec {
-    std::vector<Load> loads;
+    std::vector<Load> loads;        ///< links whose max-min share it takes
     std::vector<std::uint32_t> pos; ///< position in the load's link list, per load
+    std::vector<Load> extra;        ///< queues on: links at and after its lanes' first queue (statistics only)
+    std::vector<std::uint32_t> lanes;
     double remaining = 0, rate = 0, last_t = 0, cap = 0;
+    double ref = 0, base_cap = 0, end_at = 0;
     std::uint64_t owner = 0;
     std::uint32_t version = 0, mark = 0;
-    bool active = false, fresh = false; ///< fresh: added since the last solve, no rate yet
-    double new_rate = 0, solve_cap = 0; ///< solve()'s scratch
+    std::uint32_t paused = 0;               ///< lanes whose host link is paused: the flow stops
+    bool active = false, fresh = false;     ///< fresh: added since the last solve, no rate yet
+    bool draining = false, drained = false; ///< injected everything / the queues delivered everything
+    double new_rate = 0, solve_cap = 0;     ///< solve()'s scratch
+  };
+  static constexpr int kMaxQueues = 8;
+  /// An edge QP of a flow crossing switch queues (coupled_queues.cpp).
+  struct LaneRec {
+    std::uint32_t flow = 0;
+    double w = 0, total = 0, injected = 0, delivered = 0, last_delivery = 0, latency = 0;
+    double window = 0, t = 0; ///< t: injected, delivered and the reaction point hold up to this date
+    double offer = 0;         ///< bytes per second it sends now (its ports' offered load counts it)
+    std::uint32_t qps = 1, gen = 0, ver = 0;
+    std::uint8_t nq = 0;
+    bool active = false, full = false; ///< full: its window is full, the flow runs at its DCQCN rate
+    std::array<std::uint32_t, kMaxQueues> port{}, ingress{}, pos{};
+    std::array<double, kMaxQueues> backlog{}, arriving{};
+    std::uint32_t host_pos = 0;
+    models::cc::ReactionPoint rp;
+    double hazard = 0, threshold = 1, last_cnp = 0;
+    std::uint64_t rng = 0;
+  };
+  /// Queue-model state of a link: as a switch egress port, and as the ingress of the switch after it (PFC).
+  struct QLink {
+    std::vector<std::pair<std::uint32_t, std::uint8_t>> lanes; ///< (lane, its queue index) queued here
+    std::vector<std::uint32_t> host_lanes;                     ///< lanes whose first queue this (host) link feeds
+    double queue = 0, in_rate = 0, headroom = 0;
+    double ingress = 0, ingress_prev = 0, excess = 0;
+    double max_queue = 0, marks = 0, max_ingress = 0;
+    int stage = 0;
+    bool queued = false, overloaded = false, busy = false, watched = false;
+    bool paused = false, pause_pending = false, resume_pending = false;
+    std::uint64_t pause_events = 0;
+  };
+  enum class QEventKind : std::uint8_t { Cnp, PauseOn, PauseOff };
+  struct QEvent {
+    std::uint32_t a, gen;
+    QEventKind kind;
   };
   struct LinkRec {
     double capacity = 0;
@@ -81,14 +154,59 @@ private:
     std::uint64_t bin = 0;
     double bin_bytes = 0;
     std::uint32_t bin_max_flows = 0;
+    double bin_max_queue = 0, bin_marks = 0, bin_paused = 0;
+    bool paused = false; ///< PFC: its sender is paused (integrate() counts the time)
+    double paused_total = 0;
   };
 
   void integrate(std::uint32_t link, double t);
+  void close_bin(std::uint32_t link, double start, double len);
   void mark_dirty(std::uint32_t link);
+  /// Sets a flow's rate at `t`: its bytes so far, its links' rates and its lanes' ports' offered rates follow.
+  void set_rate(std::uint32_t f, double r, double t);
+  /// Leaves the max-min links (its injection ended, or it ended).
+  void detach(std::uint32_t f, double t);
+  void release(std::uint32_t f, double t);
+
+  // coupled_queues.cpp
+  void init_queues();
+  /// Its last byte entered the network: the lanes' residue joins their first queue (or arrives, with none held).
+  void finish_injection(std::uint32_t f, double t);
+  /// Pass mode: brings a lane to `t` at its flow's current rate and its reaction point's (no queue holds a byte).
+  void sync_lane(std::uint32_t lane, double t);
+  /// Pass mode: the next date the lane changes on its own (a DCQCN event, its window filling, its last byte sent).
+  void schedule_lane(std::uint32_t lane);
+  /// The lanes' sends over a step or a sync: what the flow injected for them, at most the DCQCN rate x dt.
+  [[nodiscard]] double lane_send(const LaneRec& lr, double t1, double dt) const;
+  /// After a send: the window's state and the reaction point's new rate reach the flow's cap.
+  void lane_after_send(std::uint32_t lane, double t1, double sent);
+  void check_drains(double t0, double t1, const PostEnd& post);
+  /// The rate the lane sends at now: its flow's share, or its DCQCN rate while its window holds bytes.
+  [[nodiscard]] double send_rate(const LaneRec& lr) const;
+  /// Its ports' offered load follows its send rate.
+  void update_offer(std::uint32_t lane);
+  /// Around a flow's change of rate at `t` in pass mode: its lanes catch up at the old rate, then look ahead.
+  void begin_rate_change(std::uint32_t f, double t);
+  void end_rate_change(std::uint32_t f);
+  /// After a change at `t`: if a port started to queue, every lane is brought to `t` and the steps start there; if
+  /// the last queue emptied, the lanes' own dates are drawn up again.
+  void mode_check(double t);
+  void add_lanes(std::uint32_t f, double t, std::span<const LaneSpec> lanes);
+  void remove_lanes(std::uint32_t f);
+  [[nodiscard]] double injected_ref(const FlowRec& fr, double t) const;
+  void refresh_cap(std::uint32_t f);
+  void set_offered(std::uint32_t port, double delta);
+  [[nodiscard]] bool stepping() const;
+  void step(double t0, double t1, const PostEnd& post);
+  void queue_event(const QEvent& e, double t);
+  void set_pause(std::uint32_t link, bool on, double t);
 
   const topo::Topology& topo_;
+  FluidConfig cfg_;
+  std::uint64_t seed_;
   bool record_links_;
   double interval_;
+  bool queues_;
   std::vector<LinkRec> links_;
   SlotPool<FlowRec> flows_;
   std::vector<std::uint32_t> dirty_links_, dirty_flows_;
@@ -97,6 +215,30 @@ private:
   std::uint64_t flows_started_ = 0;
   double first_start_ = -1, last_end_ = 0;
   std::vector<LinkSample> samples_;
+
+  // queue model
+  std::vector<QLink> q_;
+  SlotPool<LaneRec> lanes_;
+  std::uint64_t lanes_started_ = 0, lanes_live_ = 0;
+  EventCalendar<QEvent> qevents_;
+  std::vector<std::uint32_t> order_; ///< busy ports by (stage, id)
+  bool order_dirty_ = false;
+  std::vector<std::uint32_t> watch_;    ///< ingress links with a nonzero counter or a pause state
+  std::vector<std::uint32_t> draining_; ///< flows whose queues still hold bytes after their injection ended
+  std::uint32_t overloaded_ = 0;        ///< ports offered more than their capacity
+  std::uint32_t holding_ = 0;           ///< ports holding bytes after the last step
+  double queue_t_ = 0, step_ = 0;
+  /// Pass mode: each lane's next date (date, lane, version), earliest first; stale versions are skipped.
+  struct LaneDate {
+    double t;
+    std::uint32_t lane, ver;
+    bool operator>(const LaneDate& o) const { return t != o.t ? t > o.t : lane > o.lane; }
+  };
+  std::vector<LaneDate> lane_dates_;
+  bool dates_valid_ = false; ///< lane_dates_ holds every lane's date (false while stepping)
+  bool steps_on_ = false;    ///< stepping() as of the last mode_check()
+  std::uint64_t cnps_ = 0, decreases_ = 0;
+  double overflow_ = 0;
 };
 
 } // namespace railyard::sim::coupled

@@ -4,10 +4,13 @@
 
 #include "railyard/common/hash.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 
@@ -19,6 +22,8 @@ using workloads::OpId;
 namespace {
 
 constexpr std::uint64_t kMessageBit = std::uint64_t{1} << 63;
+/// NCCL_STEPS (NCCL src/include/device.h): the slots of a connection's FIFO, each one protocol step.
+constexpr double kNcclSteps = 8;
 
 bool independent_edges(models::CollectiveKind k)
 {
@@ -199,6 +204,26 @@ std::uint64_t Engine::edge_key(int src, int dst, std::size_t channel, std::uint6
   return splitmix64(pair) ^ splitmix64(splitmix64(static_cast<std::uint64_t>(channel) + 1) ^ salt);
 }
 
+// Queues on: an edge's QPs (or sprayed paths) as lanes of `bytes` x their share each, each holding its share of the
+// connection's `buffer` (NCCL's FIFO: NCCL_STEPS slots of the protocol's step); QPs of one path are one lane.
+void Engine::add_lanes(std::vector<coupled::LaneSpec>& lanes, const std::vector<std::pair<topo::Path, double>>& paths,
+                       double bytes, double buffer)
+{
+  const std::size_t first = lanes.size();
+  for (const auto& [path, share] : paths) {
+    std::vector<std::uint32_t> links(path.begin(), path.end());
+    auto same = std::find_if(lanes.begin() + static_cast<std::ptrdiff_t>(first), lanes.end(),
+                             [&](const coupled::LaneSpec& l) { return l.links == links; });
+    if (same != lanes.end()) {
+      same->w += share * bytes;
+      same->window += share * buffer;
+      ++same->qps;
+      continue;
+    }
+    lanes.push_back({std::move(links), share * bytes, 1, share * buffer});
+  }
+}
+
 // The call on the links: each channel's edges routed (per QP, or sprayed), a coupled flow over the multiset of links
 // they cross (an all-to-all's or send/recv's edges each a flow of their own), and the call's time alone.
 std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& s)
@@ -209,6 +234,8 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
   if (!per_call)
     if (auto it = plans_.find(&s); it != plans_.end()) return it->second;
   const std::uint64_t salt = per_call ? ++salt_ : 0;
+  const bool queues = cnet_->queues();
+  const double buffer = kNcclSteps * models::protocol_spec(s.protocol).step_wire.bytes();
   auto plan = std::make_shared<CoupledPlan>();
   // A call with no step (zero bytes) does nothing and costs nothing, as NCCL returns at once for count 0 and the
   // collective runner posts nothing; otherwise the launch comes first.
@@ -233,27 +260,31 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
       // Each pair a flow of its own, of its own bytes; the channel's latency its steps with zero bytes.
       const double latency = critical_path(s, *shape, c, 0).first - plan->launch;
       for (std::size_t i = 0; i < ch.edges.size(); ++i) {
-        CoupledPart part{{}, ch.edges[i].bytes, latency, ch.edges[i].bytes, inf};
+        CoupledPart part{{}, ch.edges[i].bytes, latency, ch.edges[i].bytes, inf, 1, {}};
         if (part.ref_bytes > 0) {
           for (const auto& [path, share] : edge_paths[i])
             add_path_load(path, share);
           take_loads(part.loads);
+          if (queues) add_lanes(part.lanes, edge_paths[i], 1.0, buffer);
         }
         plan->parts.push_back(std::move(part));
       }
-      if (ch.edges.empty()) plan->parts.push_back(CoupledPart{{}, 0, latency, 0, inf});
+      if (ch.edges.empty()) plan->parts.push_back(CoupledPart{{}, 0, latency, 0, inf, 1, {}});
       continue;
     }
     // One coupled flow. A transfer moves at the flow's rate r while its step runs, so on a link that k transfers of
     // one step cross the flow needs k x r: the busiest step caps r. Over the call the link carries its bytes_l; with
     // the flow's size V (the bytes along its critical path), it consumes bytes_l / V x r on average, which is what it
     // shares with other flows.
-    CoupledPart part{{}, 0, 0, 0, inf};
+    CoupledPart part{{}, 0, 0, 0, inf, 1, {}};
     for (std::size_t i = 0; i < ch.edges.size(); ++i) {
       part.wire_bytes += ch.edges[i].bytes;
-      if (ch.edges[i].bytes > 0)
+      if (ch.edges[i].bytes > 0) {
         for (const auto& [path, share] : edge_paths[i])
           add_path_load(path, share * ch.edges[i].bytes);
+        // w in bytes until the size is known
+        if (queues) add_lanes(part.lanes, edge_paths[i], ch.edges[i].bytes, buffer);
+      }
     }
     std::vector<coupled::Load> bytes;
     take_loads(bytes);
@@ -287,6 +318,17 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
         part.loads.push_back({b.link, b.k / part.ref_bytes});
     }
   };
+  const auto lanes_per_ref = [&] {
+    for (std::size_t j = 0; j < part_of.size(); ++j) {
+      CoupledPart& part = plan->parts[part_of[j]];
+      if (part.ref_bytes <= 0) {
+        part.lanes.clear();
+        continue;
+      }
+      for (auto& lane : part.lanes)
+        lane.w /= part.ref_bytes;
+    }
+  };
   auto solve_alone = [&] {
     std::vector<std::vector<coupled::Load>> loads;
     std::vector<double> caps;
@@ -309,6 +351,7 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
     }
     set_loads();
   }
+  lanes_per_ref();
   const std::vector<double> rates = solve_alone();
   double slowest = 0;
   for (std::size_t i = 0; i < plan->parts.size(); ++i) {
@@ -337,9 +380,15 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
     m.wire_bytes += p.wire_bytes;
   }
   for (auto& m : merged)
-    if (m.copies > 1)
+    if (m.copies > 1) {
       for (auto& l : m.loads)
         l.k *= m.copies;
+      for (auto& lane : m.lanes) {
+        lane.w *= m.copies;
+        lane.window *= m.copies;
+        lane.qps *= m.copies;
+      }
+    }
   plan->parts = std::move(merged);
   if (!per_call) plans_.emplace(&s, plan);
   return plan;
@@ -368,7 +417,41 @@ void Engine::request_solve()
   driver_->post(now_, {LaneEv::NetSolve, 0, 0, 0, 0});
 }
 
+coupled::Network::PostEnd Engine::post_end()
+{
+  return [this](std::uint32_t flow, std::uint32_t version, double at) {
+    if (at < driver_->now())
+      throw std::logic_error(
+          fmt::format("coupled network: flow {} ends at {} s, before now ({} s)", flow, at, driver_->now()));
+    driver_->post(at, {LaneEv::NetEnd, 0, 0, flow, version});
+  };
+}
+
+void Engine::net_sync()
+{
+  if (!cnet_->queues()) return;
+  cnet_->advance(now_, post_end());
+  request_solve();
+}
+
+void Engine::net_schedule()
+{
+  if (!cnet_->queues()) return;
+  const double next = cnet_->next_time();
+  if (next < step_posted_) {
+    step_posted_ = next;
+    driver_->post(next, {LaneEv::NetStep, 0, 0, 0, 0});
+  }
+}
+
 void Engine::handle_net(const LaneEvent& e)
+{
+  net_sync();
+  handle_net_event(e);
+  net_schedule();
+}
+
+void Engine::handle_net_event(const LaneEvent& e)
 {
   switch (e.type) {
   case LaneEv::NetStart: {
@@ -391,35 +474,38 @@ void Engine::handle_net(const LaneEvent& e)
         part_done(e.arg, p, now_);
         continue;
       }
-      cnet_->add(now_, part.loads, part.ref_bytes, part.cap, (static_cast<std::uint64_t>(e.arg) << 32) | p);
+      cnet_->add(now_, part.loads, part.ref_bytes, part.cap, (static_cast<std::uint64_t>(e.arg) << 32) | p, part.lanes);
     }
     request_solve();
     return;
   }
   case LaneEv::NetEnd: {
     std::uint64_t owner = 0;
-    if (!cnet_->end(e.arg, e.gen, now_, owner)) return;
+    double at = now_;
+    const bool ended = cnet_->end(e.arg, e.gen, now_, owner, at);
     request_solve();
+    if (!ended) return;
     if (owner & kMessageBit) {
       const auto m = static_cast<std::uint32_t>(owner & ~kMessageBit);
       coupled_totals_.flows_received += 1;
       coupled_totals_.bytes_received += msgs_[m].bytes;
-      post(now_ + msg_latency_[m], LaneEv::Deliver, msgs_[m].dst, 0, m);
+      post(std::max(now_, at + msg_latency_[m]), LaneEv::Deliver, msgs_[m].dst, 0, m);
       return;
     }
     const auto r = static_cast<std::uint32_t>(owner >> 32);
     const auto p = static_cast<std::uint32_t>(owner & 0xffffffffU);
     coupled_totals_.flows_received += running_[r].plan->parts[p].copies;
     coupled_totals_.bytes_received += running_[r].plan->parts[p].wire_bytes;
-    part_done(r, p, now_);
+    part_done(r, p, at);
     return;
   }
   case LaneEv::NetSolve:
     solve_posted_ = false;
-    cnet_->solve(now_, [this](std::uint32_t flow, std::uint32_t version, double at) {
-      driver_->post(at, {LaneEv::NetEnd, 0, 0, flow, version});
-    });
+    cnet_->solve(now_, post_end());
     return;
+  case LaneEv::NetStep:
+    if (now_ >= step_posted_) step_posted_ = std::numeric_limits<double>::infinity();
+    return; // net_sync() did the work
   default:
     return;
   }
@@ -431,6 +517,7 @@ void Engine::part_done(std::uint32_t r, std::uint32_t p, double t)
   const auto& parts = run.plan->parts;
   run.end = std::max(run.end, t + (p < parts.size() ? parts[p].latency : 0.0));
   if (--run.parts_left > 0) return;
+  run.end = std::max(run.end, now_); // a part's last byte may have arrived inside the queue model's last step
   for (const auto& [rank, lane] : run.members)
     post(run.end, LaneEv::OpDone, rank, lane);
   run.run.end_s = run.end;
@@ -465,9 +552,14 @@ void Engine::send_coupled(std::uint32_t id)
   }
   std::vector<coupled::Load> loads;
   take_loads(loads);
+  std::vector<coupled::LaneSpec> lanes;
+  if (cnet_->queues())
+    add_lanes(lanes, paths, 1.0, kNcclSteps * models::protocol_spec(models::Protocol::Simple).step_wire.bytes());
   msg_latency_[id] = latency;
-  cnet_->add(now_, loads, m.bytes, std::numeric_limits<double>::infinity(), kMessageBit | id);
+  net_sync();
+  cnet_->add(now_, loads, m.bytes, std::numeric_limits<double>::infinity(), kMessageBit | id, lanes);
   request_solve();
+  net_schedule();
 }
 
 } // namespace railyard::sim::replay_engine

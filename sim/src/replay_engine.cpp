@@ -68,7 +68,7 @@ void Engine::attach(Driver& driver, FlowNetwork* net)
   if (opt_.comm == CommModel::Flows && !net_)
     throw std::logic_error("replay engine: the flows model needs a network to run on");
   if (opt_.comm == CommModel::Coupled) {
-    cnet_ = std::make_unique<coupled::Network>(topo_, cfg_.fluid.record_links, cfg_.fluid.sample_interval.seconds());
+    cnet_ = std::make_unique<coupled::Network>(topo_, cfg_.fluid, cfg_.seed);
     msg_latency_.assign(msgs_.size(), 0.0);
     link_k_.assign(topo_.num_links(), 0.0);
   }
@@ -141,6 +141,7 @@ void Engine::handle(const LaneEvent& e)
   case LaneEv::NetStart:
   case LaneEv::NetEnd:
   case LaneEv::NetSolve:
+  case LaneEv::NetStep:
     break; // handled above
   }
 }

@@ -122,6 +122,8 @@ struct CoupledPart {
   double wire_bytes = 0; ///< bytes on the wire over all its edges (the totals' bytes sent and received)
   double cap = std::numeric_limits<double>::infinity(); ///< bytes per second its busiest step allows
   std::uint32_t copies = 1; ///< channels alike merged into this flow (its loads count them all)
+  /// Queues on (DCQCN or PFC): its edges' QPs with their paths, for the queue model (their w count the copies).
+  std::vector<coupled::LaneSpec> lanes;
 };
 /// Coupled: a lowered call's edges and latency terms, per channel, whatever ECMP picks (coupled_shape).
 struct CoupledShape {
@@ -167,6 +169,7 @@ enum class LaneEv : std::uint8_t {
   NetStart, ///< collective call `arg` (a Running) starts its data phase: its parts enter the network
   NetEnd,   ///< flow `arg` of the coupled network ends, if `gen` is still its version
   NetSolve, ///< re-solve the rates the changes at this date touch
+  NetStep,  ///< the queue model has a step to end or an event to act on at this date
 };
 struct LaneEvent {
   LaneEv type;
@@ -248,9 +251,18 @@ private:
   /// The paths of a connection's QPs (or, spraying, of every equal-cost path) and the share of its bytes each takes.
   void connection_paths(int src, int dst, std::uint64_t key, std::vector<std::pair<topo::Path, double>>& out);
   void handle_net(const LaneEvent& e);
+  void handle_net_event(const LaneEvent& e);
+  void add_lanes(std::vector<coupled::LaneSpec>& lanes, const std::vector<std::pair<topo::Path, double>>& paths,
+                 double bytes, double buffer);
   void part_done(std::uint32_t running, std::uint32_t part, double t);
   void send_coupled(std::uint32_t message);
   void request_solve();
+  /// Queues on: the queue model caught up to now (before anything changes the network at this date) ...
+  void net_sync();
+  /// ... and its next date on the calendar (after it changed).
+  void net_schedule();
+  /// The poster of the coupled network's flow ends.
+  coupled::Network::PostEnd post_end();
 
   // the rules (replay_engine.cpp)
   void post(double at, LaneEv type, int rank, std::uint32_t lane, std::uint32_t arg = 0);
@@ -310,6 +322,7 @@ private:
   FlowTotals coupled_totals_;
   std::uint64_t salt_ = 0; ///< ecmp per_flow: calls hashed so far
   bool solve_posted_ = false;
+  double step_posted_ = std::numeric_limits<double>::infinity(); ///< the earliest NetStep on the calendar
   std::vector<std::string> notes_;
 };
 

@@ -1,8 +1,8 @@
 // `replay.communication: coupled` through the binary: generated training steps on 64 and 256 GPUs agree with the
 // per-step flows replay on the fluid backend (no congestion control, same seed), on a rail-optimized fabric and on a
 // 2:1 fat tree; bytes sent are bytes received; it is the default on a multi-node cluster; its outputs (summary.json's
-// congestion and network, congestion.csv, links.csv and the trace's link tracks) are written; DCQCN or PFC with it is
-// refused with exit 2.
+// congestion and network, congestion.csv, links.csv and the trace's link tracks) are written; with DCQCN and PFC on it
+// agrees with per-step flows and its adaptive steps with fixed ones.
 #include "cli_support.hpp"
 
 #include <gtest/gtest.h>
@@ -142,16 +142,59 @@ TEST(CliCoupled, LinkRecordsAndTrace)
   EXPECT_NE(read_file(dir / "links" / "trace.json").find("network: hottest links"), std::string::npos);
 }
 
-TEST(CliCoupled, CongestionControlIsRefused)
+// DCQCN and PFC on coupled flows (queue_steps adaptive, the default, and fixed) against per-step flows on the same 2:1
+// fat tree (spraying, so both see the same paths): the step within 5% of per-step flows; the adaptive steps within 1%
+// of stepping every microsecond on time, deepest queue, marks and pause time; PFC dropped no byte; every byte sent
+// arrived. The uplinks queue: marks, CNPs and pauses happen.
+TEST(CliCoupled, DcqcnAndPfcOnCoupledSteps)
 {
   const fs::path dir = temp_dir("coupled_cc");
-  const fs::path file = dir / "cc.yaml";
-  std::ofstream(file) << step_yaml(2, kRail, "{backend: fluid, cc: dcqcn}", "communication: coupled");
-  const auto r = run_cli("run " + shell_quote(file.string()) + " --out " + shell_quote((dir / "out").string()));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("coupled does not model DCQCN or PFC yet"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("cc: dcqcn"), std::string::npos) << r.output;
-  EXPECT_FALSE(fs::exists(dir / "out" / "summary.json"));
+  const std::string net = "{backend: fluid, ecmp: spray, cc: dcqcn, pfc: {enabled: true}";
+  const auto adaptive =
+      run_ok(dir, "adaptive", step_yaml(8, kFat2to1, net + "}", "communication: coupled, trace_ranks: none"));
+  const auto fixed = run_ok(
+      dir, "fixed", step_yaml(8, kFat2to1, net + ", queue_steps: fixed}", "communication: coupled, trace_ranks: none"));
+  const auto flows = run_ok(dir, "flows", step_yaml(8, kFat2to1, net + "}", "communication: flows, trace_ranks: none"));
+  ASSERT_TRUE(adaptive.is_object() && fixed.is_object() && flows.is_object());
+  const auto& a = adaptive["network"];
+  const auto& x = fixed["network"];
+  std::printf("dcqcn+pfc fat64: coupled %.6f s (fixed steps %.6f s), flows %.6f s, %+.2f%%; queue %.0f/%.0f B, marks "
+              "%.0f/%.0f, pause %.6f/%.6f s\n",
+              step_of(adaptive), step_of(fixed), step_of(flows), 100 * (step_of(adaptive) / step_of(flows) - 1),
+              a["max_queue_bytes"].get<double>(), x["max_queue_bytes"].get<double>(), a["ecn_marks"].get<double>(),
+              x["ecn_marks"].get<double>(), a["pause_time_s"].get<double>(), x["pause_time_s"].get<double>());
+  EXPECT_EQ(adaptive["communication"], "coupled");
+  EXPECT_NEAR(step_of(adaptive), step_of(flows), 0.05 * step_of(flows));
+  EXPECT_NEAR(step_of(adaptive), step_of(fixed), 0.01 * step_of(fixed));
+  for (const char* key : {"max_queue_bytes", "ecn_marks", "pause_time_s"}) {
+    EXPECT_GT(x[key].get<double>(), 0) << key;
+    EXPECT_NEAR(a[key].get<double>(), x[key].get<double>(), 0.01 * x[key].get<double>()) << key;
+  }
+  EXPECT_GT(a["cnps"].get<double>(), 0);
+  EXPECT_EQ(a["overflow_bytes"].get<double>(), 0.0);
+  const auto& f = adaptive["flows"];
+  EXPECT_NEAR(f["wire_bytes_sent"].get<double>(), f["wire_bytes_received"].get<double>(),
+              1e-9 * f["wire_bytes_sent"].get<double>());
+}
+
+// queue_steps names adaptive or fixed, and only where a queue is modelled.
+TEST(CliCoupled, BadQueueStepsAreRefused)
+{
+  const fs::path dir = temp_dir("coupled_bad_steps");
+  struct Bad {
+    std::string name, network, message;
+  };
+  for (const Bad& b :
+       {Bad{"word", "{backend: fluid, cc: dcqcn, queue_steps: sometimes}", "is neither adaptive nor fixed"},
+        Bad{"no_queue", "{backend: fluid, queue_steps: fixed}", "no queue is modelled"}}) {
+    const fs::path file = dir / (b.name + ".yaml");
+    std::ofstream(file) << step_yaml(2, kRail, b.network, "communication: coupled");
+    const auto r = run_cli("run " + shell_quote(file.string()) + " --out " + shell_quote((dir / b.name).string()));
+    EXPECT_EQ(r.exit_code, 2) << b.name << "\n" << r.output;
+    EXPECT_NE(r.output.find(b.message), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("queue_steps"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(dir / b.name / "summary.json")) << b.name;
+  }
 }
 
 namespace {

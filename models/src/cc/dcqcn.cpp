@@ -343,4 +343,16 @@ bool ReactionPoint::advance(const DcqcnParams& p, Seconds now, Bytes sent)
 
 Seconds ReactionPoint::next_timer() const { return Seconds(timer_next_); }
 
+Seconds ReactionPoint::next_change(const DcqcnParams& p) const
+{
+  double t = timer_next_;
+  if (decrease_held_) t = std::min(t, last_decrease_ + p.rate_reduce_interval.seconds());
+  return Seconds(t);
+}
+
+Bytes ReactionPoint::bytes_to_byte_event(const DcqcnParams& p) const
+{
+  return Bytes(std::max(0.0, p.byte_counter.bytes() - bytes_acc_));
+}
+
 } // namespace railyard::models::cc

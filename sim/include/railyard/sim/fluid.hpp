@@ -44,8 +44,12 @@ struct FluidConfig {
   models::cc::PfcParams pfc = models::cc::pfc_defaults(Bytes(4096));
   Bytes mtu{4096};                  ///< RoCE MTU: the packet unit of ECN marking
   Seconds time_step = units::us(1); ///< queue-model integration step (only while DCQCN or PFC is on)
-  bool record_flows = true;         ///< keep one FlowRecord per flow (flows.csv); off for very large runs
-  bool record_links = true;         ///< sample links every sample_interval (links.csv)
+  /// Coupled communication's queue model: integrate only while a switch port is offered more than its capacity or
+  /// holds bytes, and jump from one DCQCN timer to the next otherwise (true); or every time_step while any flow crosses
+  /// a queue, as the per-transfer network always does (false: the reference the adaptive steps are tested against).
+  bool adaptive_steps = true;
+  bool record_flows = true; ///< keep one FlowRecord per flow (flows.csv); off for very large runs
+  bool record_links = true; ///< sample links every sample_interval (links.csv)
   /// Links are sampled every sample_interval; while the queue model runs, at the end of the first queue step that
   /// reaches that time (so a sample holds whole steps). Sampling never changes what is simulated.
   Seconds sample_interval = units::us(10);

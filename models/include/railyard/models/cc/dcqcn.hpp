@@ -78,6 +78,13 @@ public:
   [[nodiscard]] int decreases() const { return decreases_; }
   /// When the rate-increase timer fires next.
   [[nodiscard]] Seconds next_timer() const;
+  /// The earliest date at which the machine changes its rate without a CNP and without sending: the next timer event
+  /// or the end of a held decrease's rate-reduce interval.
+  [[nodiscard]] Seconds next_change(const DcqcnParams& p) const;
+  /// Bytes still to send before the next byte-counter increase event.
+  [[nodiscard]] Bytes bytes_to_byte_event(const DcqcnParams& p) const;
+  /// At line rate with its target there too: no increase event changes it (only a CNP does).
+  [[nodiscard]] bool at_line_rate() const { return rc_ >= line_ && rt_ >= line_; }
 
 private:
   void catch_up_alpha(const DcqcnParams& p, double now);

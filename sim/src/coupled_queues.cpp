@@ -1,0 +1,661 @@
+// The queue model of the collective-level network (coupled_network.hpp), used when DCQCN or PFC is on.
+//
+// Each edge QP of a coupled flow that crosses switch egress ports is a lane: its path, the bytes it moves per
+// reference byte of the flow (w), and its own DCQCN reaction point. The flow injects w x r into each lane, r its rate:
+// the minimum of its max-min share over the host links before the lanes' first switch queue (GPU, PCIe, NIC) and of
+// every lane's reaction-point rate (a ring is a pipeline: the slowest edge sets the pace of all). Switch egress ports
+// are fluid queues, served in up*/down* order within a step so a step's departures feed the next hop in the same step;
+// a port serves capacity x dt, each lane in proportion to what it has queued there (processor sharing of the queue's
+// content: in steady state each lane leaves at the share it arrives at, as with FIFO). Departing bytes are ECN-marked
+// with the RED probability of the queue they left; a lane's marks trigger CNPs as the per-transfer queue model's do
+// (fluid_queues.cpp: an exponential threshold on the accumulated hazard per packet, at most one CNP per interval, back
+// at the sender two path latencies later). PFC counts per ingress link the bytes that came in over it and still wait
+// in the switch's egress queues: above XOFF it pauses that link (a switch port stops serving; a host link stops every
+// flow with a lane behind it), below XON it resumes it, each a cable latency (plus the response time) after crossing.
+//
+// Adaptive steps (FluidConfig::adaptive_steps): a port offered no more than its capacity with an empty queue passes
+// everything through at once, so while no port is overloaded or holds bytes (and no PFC counter is non-zero) nothing
+// is integrated: the lanes catch up in one step at the next date something can change (a DCQCN timer or byte-counter
+// event of a lane below line rate, a CNP, a flow's change of rate). While a port is congested the model steps every
+// time_step, as the per-transfer network does; `adaptive_steps: false` steps so always, the reference.
+#include "coupled_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace railyard::sim::coupled {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double next_exponential(std::uint64_t& state)
+{
+  state += 0x9e3779b97f4a7c15ULL;
+  const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+  return -std::log1p(-u);
+}
+
+} // namespace
+
+void Network::init_queues()
+{
+  q_.resize(links_.size());
+  int max_tier = 0;
+  for (std::size_t v = 0; v < topo_.num_vertices(); ++v)
+    max_tier = std::max(max_tier, topo_.vertex(v).tier);
+  step_ = cfg_.time_step.seconds();
+  for (topo::LinkId id = 0; id < topo_.num_links(); ++id) {
+    const auto& from = topo_.vertex(topo_.link_source(id));
+    const auto& to = topo_.vertex(topo_.link_target(id));
+    QLink& q = q_[id];
+    // As the per-transfer network: only switch egress ports queue (NVLink and PCIe are credit-based, a NIC paces its
+    // own QPs), and up*/down* paths visit them up by source tier, then down by target tier.
+    q.queued = topo::is_fabric_switch(from.kind);
+    q.stage = to.tier > from.tier ? from.tier : 2 * max_tier - to.tier;
+    if (cfg_.pfc.enabled) {
+      const auto& link = topo_.link(id);
+      q.headroom =
+          cfg_.pfc.headroom.bytes() > 0
+              ? cfg_.pfc.headroom.bytes()
+              : models::cc::required_headroom(link.bandwidth, link.latency, cfg_.pfc.response_time, cfg_.mtu).bytes();
+      // A step must not exceed the time a PAUSE takes to act on a port into a switch, or the headroom sized for that
+      // time would be overrun by the step's own delay in noticing XOFF.
+      if (topo::is_fabric_switch(to.kind))
+        step_ = std::min(step_, link.latency.seconds() + cfg_.pfc.response_time.seconds());
+    }
+  }
+}
+
+double Network::injected_ref(const FlowRec& fr, double t) const
+{
+  if (fr.draining) return fr.ref;
+  if (fr.fresh || fr.rate <= 0) return fr.ref - fr.remaining;
+  return std::min(fr.ref, fr.ref - fr.remaining + fr.rate * (t - fr.last_t));
+}
+
+void Network::add_lanes(std::uint32_t f, double t, std::span<const LaneSpec> specs)
+{
+  // With no lane in the network there was nothing to integrate: the model's date is now.
+  if (lanes_live_ == 0) queue_t_ = std::max(queue_t_, t);
+  // Max-min takes the hops before a lane's first switch queue; the queue model moves the bytes from there.
+  std::vector<std::pair<std::uint32_t, double>> mm, extra;
+  for (const LaneSpec& spec : specs) {
+    std::size_t h0 = spec.links.size();
+    for (std::size_t h = 0; h < spec.links.size(); ++h)
+      if (q_[spec.links[h]].queued) {
+        h0 = h;
+        break;
+      }
+    for (std::size_t h = 0; h < spec.links.size(); ++h)
+      (h < h0 ? mm : extra).emplace_back(spec.links[h], spec.w);
+    if (h0 == spec.links.size()) continue; // inside a node: no queue on its way
+    if (h0 == 0) throw std::logic_error("coupled queue model: a path starts at a switch");
+    const std::uint32_t ln = lanes_.acquire();
+    LaneRec& lr = lanes_[ln];
+    const std::uint32_t gen = lr.gen + 1, ver = lr.ver + 1;
+    lr = LaneRec{};
+    lr.gen = gen;
+    lr.ver = ver;
+    lr.t = t;
+    lr.window = spec.window;
+    lr.flow = f;
+    lr.w = spec.w;
+    lr.qps = std::max<std::uint32_t>(1, spec.qps);
+    lr.total = spec.w * flows_[f].ref;
+    lr.active = true;
+    double line = kInf;
+    for (std::size_t h = 0; h < spec.links.size(); ++h) {
+      lr.latency += topo_.link(spec.links[h]).latency.seconds();
+      if (h < h0) line = std::min(line, links_[spec.links[h]].capacity);
+    }
+    for (std::size_t h = h0; h < spec.links.size(); ++h) {
+      const std::uint32_t l = spec.links[h];
+      if (!q_[l].queued) continue;
+      if (lr.nq == kMaxQueues) throw std::logic_error("coupled queue model: a path crosses too many switch queues");
+      const auto k = lr.nq++;
+      lr.port[k] = l;
+      lr.ingress[k] = spec.links[h - 1];
+      QLink& q = q_[l];
+      lr.pos[k] = static_cast<std::uint32_t>(q.lanes.size());
+      q.lanes.emplace_back(ln, k);
+      if (!q.busy) {
+        q.busy = true;
+        order_.push_back(l);
+      }
+    }
+    QLink& host = q_[lr.ingress[0]];
+    lr.host_pos = static_cast<std::uint32_t>(host.host_lanes.size());
+    host.host_lanes.push_back(ln);
+    if (host.paused) ++flows_[f].paused;
+    if (cfg_.cc == CongestionControl::Dcqcn)
+      lr.rp = models::cc::ReactionPoint(cfg_.dcqcn, BytesPerSec(line), Seconds(t));
+    lr.last_cnp = -kInf;
+    lr.rng = splitmix64(seed_ ^ splitmix64(lanes_started_ + 0x5bd1e995ULL));
+    lr.threshold = next_exponential(lr.rng);
+    ++lanes_started_;
+    ++lanes_live_;
+    flows_[f].lanes.push_back(ln);
+  }
+  order_dirty_ = true;
+  auto merge = [](std::vector<std::pair<std::uint32_t, double>>& v, std::vector<Load>& out) {
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [l, k] : v)
+      if (!out.empty() && out.back().link == l)
+        out.back().k += k;
+      else
+        out.push_back({l, k});
+  };
+  FlowRec& fr = flows_[f];
+  merge(mm, fr.loads);
+  merge(extra, fr.extra);
+  refresh_cap(f);
+}
+
+void Network::remove_lanes(std::uint32_t f)
+{
+  FlowRec& fr = flows_[f];
+  for (std::uint32_t ln : fr.lanes) {
+    LaneRec& lr = lanes_[ln];
+    lr.active = false;
+    update_offer(ln); // its ports' offered load no longer counts it
+    for (int k = 0; k < lr.nq; ++k) {
+      if (q_[lr.port[k]].lanes.size() == 1) set_offered(lr.port[k], -q_[lr.port[k]].in_rate); // no rounding left
+      auto& list = q_[lr.port[k]].lanes;
+      const std::uint32_t p = lr.pos[k];
+      const auto moved = list.back();
+      list[p] = moved;
+      list.pop_back();
+      if (p < list.size()) lanes_[moved.first].pos[moved.second] = p;
+    }
+    auto& hl = q_[lr.ingress[0]].host_lanes;
+    const auto moved = hl.back();
+    hl[lr.host_pos] = moved;
+    hl.pop_back();
+    if (lr.host_pos < hl.size()) lanes_[moved].host_pos = lr.host_pos;
+    if (cfg_.cc == CongestionControl::Dcqcn) decreases_ += static_cast<std::uint64_t>(lr.rp.decreases());
+    lanes_.release(ln);
+    --lanes_live_;
+  }
+  fr.lanes.clear();
+  order_dirty_ = true;
+}
+
+void Network::refresh_cap(std::uint32_t f)
+{
+  FlowRec& fr = flows_[f];
+  double c = fr.paused > 0 ? 0.0 : fr.base_cap;
+  if (cfg_.cc == CongestionControl::Dcqcn)
+    for (std::uint32_t ln : fr.lanes) {
+      const LaneRec& lr = lanes_[ln];
+      if (lr.full) c = std::min(c, lr.rp.rate().bytes_per_sec() * lr.qps / lr.w);
+    }
+  if (c == fr.cap) return;
+  fr.cap = c;
+  if (!fr.draining) dirty_flows_.push_back(f);
+}
+
+void Network::set_offered(std::uint32_t port, double delta)
+{
+  QLink& q = q_[port];
+  q.in_rate += delta;
+  if (q.lanes.empty() || q.in_rate < 0) q.in_rate = 0;
+  const bool over = q.in_rate > links_[port].capacity * (1 + 1e-9);
+  if (over == q.overloaded) return;
+  q.overloaded = over;
+  if (over)
+    ++overloaded_;
+  else
+    --overloaded_;
+}
+
+bool Network::stepping() const
+{
+  if (!cfg_.adaptive_steps) return lanes_live_ > 0;
+  return overloaded_ > 0 || holding_ > 0 || !watch_.empty();
+}
+
+double Network::lane_send(const LaneRec& lr, double t1, double dt) const
+{
+  const double avail = std::min(lr.total, lr.w * injected_ref(flows_[lr.flow], t1)) - lr.injected;
+  if (!(avail > 0) || q_[lr.ingress[0]].paused) return 0.0; // PFC paused its sender's link: nothing leaves
+  if (cfg_.cc != CongestionControl::Dcqcn) return avail;
+  return std::min(avail, lr.rp.rate().bytes_per_sec() * lr.qps * dt);
+}
+
+void Network::lane_after_send(std::uint32_t ln, double t1, double sent)
+{
+  if (cfg_.cc != CongestionControl::Dcqcn) {
+    update_offer(ln);
+    return;
+  }
+  LaneRec& lr = lanes_[ln];
+  const FlowRec& fr = flows_[lr.flow];
+  bool changed = lr.rp.advance(cfg_.dcqcn, Seconds(t1), Bytes(sent / lr.qps));
+  // Full: the sender holds its whole window back and its share of the flow still comes faster than DCQCN lets it
+  // send, so the flow (every edge of the ring) slows to this lane's rate.
+  const double lag = std::min(lr.total, lr.w * injected_ref(fr, t1)) - lr.injected;
+  const double in = fr.fresh || fr.draining ? 0.0 : lr.w * fr.rate;
+  const bool full =
+      !fr.draining && lag >= lr.window * (1 - 1e-9) && in >= lr.rp.rate().bytes_per_sec() * lr.qps * (1 - 1e-12);
+  if (full != lr.full) {
+    lr.full = full;
+    changed = true;
+  }
+  if (changed) refresh_cap(lr.flow);
+  update_offer(ln);
+}
+
+void Network::sync_lane(std::uint32_t ln, double t)
+{
+  LaneRec& lr = lanes_[ln];
+  const double dt = t - lr.t;
+  if (dt < 0) return;
+  const double sent = lane_send(lr, t, dt);
+  lr.injected += sent;
+  lr.delivered += sent; // no port holds a byte
+  lr.t = t;
+  lane_after_send(ln, t, sent);
+}
+
+void Network::schedule_lane(std::uint32_t ln)
+{
+  LaneRec& lr = lanes_[ln];
+  ++lr.ver;
+  if (!lr.active || cfg_.cc != CongestionControl::Dcqcn) return;
+  const FlowRec& fr = flows_[lr.flow];
+  const auto& dc = cfg_.dcqcn;
+  const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
+  const double in = fr.fresh || fr.draining ? 0.0 : lr.w * fr.rate;
+  const double lag = std::min(lr.total, lr.w * injected_ref(fr, lr.t)) - lr.injected;
+  const double send = lag > 0 ? rp : std::min(rp, in);
+  double next = kInf;
+  if (lr.injected >= lr.total) return; // nothing left to send
+  if (!lr.rp.at_line_rate()) {
+    next = lr.rp.next_change(dc).seconds();
+    if (send > 0) next = std::min(next, lr.t + lr.rp.bytes_to_byte_event(dc).bytes() * lr.qps / send);
+  }
+  if (fr.draining) {
+    if (lag > 0 && rp > 0) next = std::min(next, lr.t + lag / rp); // its last byte leaves
+  } else {
+    if (!lr.full && in > rp && lr.window > lag) next = std::min(next, lr.t + (lr.window - lag) / (in - rp));
+    // Catching up: once its window is empty it sends at the flow's share again.
+    if (lag > 1e-9 * lr.total && rp > in) next = std::min(next, lr.t + lag / (rp - in));
+  }
+  if (next == kInf) return;
+  lane_dates_.push_back({std::max(next, std::nextafter(lr.t, kInf)), ln, lr.ver});
+  std::push_heap(lane_dates_.begin(), lane_dates_.end(), std::greater<>{});
+}
+
+double Network::next_time()
+{
+  if (!queues_) return kInf;
+  double t = qevents_.next_date();
+  if (stepping()) return std::min(t, queue_t_ + step_);
+  if (!dates_valid_) {
+    // Stepping ended: every lane was brought to the last step's end; their own dates from there.
+    lane_dates_.clear();
+    dates_valid_ = true;
+    for (std::uint32_t ln = 0; ln < lanes_.size(); ++ln)
+      if (lanes_[ln].active) schedule_lane(ln);
+  }
+  while (!lane_dates_.empty()) {
+    const LaneDate& top = lane_dates_.front();
+    if (lanes_[top.lane].active && lanes_[top.lane].ver == top.ver) return std::min(t, top.t);
+    std::pop_heap(lane_dates_.begin(), lane_dates_.end(), std::greater<>{});
+    lane_dates_.pop_back();
+  }
+  return t;
+}
+
+void Network::advance(double t, const PostEnd& post)
+{
+  if (!queues_) return;
+  while (true) {
+    const double next = next_time();
+    if (next > t) break;
+    if (stepping()) {
+      if (next > queue_t_) {
+        step(queue_t_, next, post);
+        queue_t_ = next;
+      }
+    } else {
+      // Pass mode: the lanes due at `next` catch up and look ahead; the others keep their own dates.
+      queue_t_ = std::max(queue_t_, next);
+      while (!lane_dates_.empty() && lane_dates_.front().t <= next) {
+        const LaneDate d = lane_dates_.front();
+        std::pop_heap(lane_dates_.begin(), lane_dates_.end(), std::greater<>{});
+        lane_dates_.pop_back();
+        if (!lanes_[d.lane].active || lanes_[d.lane].ver != d.ver) continue;
+        sync_lane(d.lane, next);
+        schedule_lane(d.lane);
+      }
+      check_drains(next, next, post);
+    }
+    mode_check(next);
+    while (qevents_.next_date() <= next)
+      qevents_.run_next([&](const QEvent& e) { queue_event(e, next); });
+    // A date before t that nothing but the queue model acts on: its new rates now. At t itself the caller solves
+    // once every change at t is in (flows ending at t leave before the rates are shared out again).
+    if (next < t && dirty()) solve(next, post);
+  }
+  if (stepping() && t > queue_t_) {
+    step(queue_t_, t, post);
+    queue_t_ = t;
+    mode_check(t);
+  }
+}
+
+void Network::begin_rate_change(std::uint32_t f, double t)
+{
+  if (stepping()) return; // the steps keep every lane at the model's date
+  for (std::uint32_t ln : flows_[f].lanes)
+    sync_lane(ln, t);
+}
+
+void Network::end_rate_change(std::uint32_t f)
+{
+  for (std::uint32_t ln : flows_[f].lanes)
+    update_offer(ln);
+  if (stepping() || !dates_valid_) return;
+  for (std::uint32_t ln : flows_[f].lanes)
+    schedule_lane(ln);
+}
+
+double Network::send_rate(const LaneRec& lr) const
+{
+  const FlowRec& fr = flows_[lr.flow];
+  if (!lr.active || lr.injected >= lr.total || q_[lr.ingress[0]].paused) return 0.0;
+  const double in = fr.fresh || fr.draining ? 0.0 : lr.w * fr.rate;
+  if (cfg_.cc != CongestionControl::Dcqcn) return in;
+  const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
+  const double lag = std::min(lr.total, lr.w * injected_ref(fr, lr.t)) - lr.injected;
+  return lag > 1e-9 * lr.total ? rp : std::min(rp, in);
+}
+
+void Network::update_offer(std::uint32_t ln)
+{
+  LaneRec& lr = lanes_[ln];
+  const double r = send_rate(lr);
+  if (r == lr.offer) return;
+  for (int k = 0; k < lr.nq; ++k)
+    set_offered(lr.port[k], r - lr.offer);
+  lr.offer = r;
+}
+
+void Network::mode_check(double t)
+{
+  const bool on = stepping();
+  if (on == steps_on_) return;
+  steps_on_ = on;
+  dates_valid_ = false;
+  lane_dates_.clear();
+  if (!on) return; // the lanes stand at the last step's end; their dates are drawn up when next asked
+  // A port starts to queue: every lane is brought to now at the rates it had, and the steps go on from here.
+  for (std::uint32_t ln = 0; ln < lanes_.size(); ++ln)
+    if (lanes_[ln].active) sync_lane(ln, t);
+  queue_t_ = std::max(queue_t_, t);
+}
+
+void Network::finish_injection(std::uint32_t f, double t)
+{
+  FlowRec& fr = flows_[f];
+  const bool held = stepping();
+  bool done = true;
+  for (std::uint32_t ln : fr.lanes) {
+    LaneRec& lr = lanes_[ln];
+    if (cfg_.cc != CongestionControl::Dcqcn) {
+      // Without a reaction point a lane sends what its flow injected: only rounding is left.
+      const double rest = std::max(0.0, lr.total - lr.injected);
+      lr.injected = lr.total;
+      if (held)
+        lr.arriving[0] += rest;
+      else
+        lr.delivered += rest;
+    } else if (!held && dates_valid_) {
+      schedule_lane(ln); // what its window holds leaves at its DCQCN rate
+    }
+    update_offer(ln);
+    done = done && lr.injected >= lr.total * (1 - 1e-12) && lr.delivered >= lr.total * (1 - 1e-12);
+  }
+  if (done) {
+    fr.drained = true;
+    fr.end_at = t;
+  } else {
+    draining_.push_back(f);
+  }
+}
+
+void Network::check_drains(double t0, double t1, const PostEnd& post)
+{
+  const double dt = t1 - t0;
+  for (std::size_t i = 0; i < draining_.size();) {
+    const std::uint32_t f = draining_[i];
+    FlowRec& fr = flows_[f];
+    bool done = true;
+    double at = t0;
+    for (std::uint32_t ln : fr.lanes) {
+      const LaneRec& lr = lanes_[ln];
+      if (lr.injected < lr.total * (1 - 1e-12) || lr.delivered < lr.total * (1 - 1e-12)) {
+        done = false;
+        break;
+      }
+      if (lr.last_delivery > 0 && dt > 0)
+        at = std::max(
+            at, t0 + dt * std::clamp((lr.total - (lr.delivered - lr.last_delivery)) / lr.last_delivery, 0.0, 1.0));
+    }
+    if (!done) {
+      ++i;
+      continue;
+    }
+    fr.drained = true;
+    fr.end_at = at;
+    post(f, fr.version, t1);
+    draining_[i] = draining_.back();
+    draining_.pop_back();
+  }
+}
+
+void Network::step(double t0, double t1, const PostEnd& post)
+{
+  const double dt = t1 - t0;
+  if (!(dt > 0)) return;
+  const bool dcqcn = cfg_.cc == CongestionControl::Dcqcn;
+  const auto& dc = cfg_.dcqcn;
+  const double mtu = cfg_.mtu.bytes();
+
+  // Injection: each lane sends what its flow injected for it, at most at its DCQCN rate, into its first queue.
+  for (std::uint32_t ln = 0; ln < lanes_.size(); ++ln) {
+    LaneRec& lr = lanes_[ln];
+    if (!lr.active) continue;
+    const double sent = lane_send(lr, t1, dt);
+    lr.injected += sent;
+    lr.arriving[0] += sent;
+    lr.last_delivery = 0;
+    lr.t = t1;
+    lane_after_send(ln, t1, sent);
+  }
+  if (order_dirty_) {
+    std::vector<std::uint32_t> busy;
+    for (std::uint32_t l : order_)
+      if (q_[l].lanes.empty())
+        q_[l].busy = false;
+      else
+        busy.push_back(l);
+    std::sort(busy.begin(), busy.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
+    });
+    order_.swap(busy);
+    order_dirty_ = false;
+  }
+  // Egress ports, upstream first.
+  std::uint32_t holding = 0;
+  for (std::uint32_t l : order_) {
+    QLink& q = q_[l];
+    double held = 0;
+    for (const auto& [ln, k] : q.lanes) {
+      LaneRec& lr = lanes_[ln];
+      lr.backlog[k] += lr.arriving[k];
+      lr.arriving[k] = 0;
+      held += lr.backlog[k];
+    }
+    const double service = q.paused ? 0.0 : links_[l].capacity * dt;
+    // What arrives at no more than the capacity leaves (a relative 1e-12 above is the rounding of a port fed at
+    // exactly its capacity, not a queue).
+    const double ratio = held > service * (1 + 1e-12) ? service / held : 1.0;
+    const double p = dcqcn ? models::cc::marking_probability(dc, Bytes(q.queue)) : 0.0;
+    const double hazard = p <= 0 ? 0.0 : (p >= 1 ? kInf : -std::log1p(-p));
+    double sent = 0;
+    for (const auto& [ln, k] : q.lanes) {
+      LaneRec& lr = lanes_[ln];
+      const double dep = ratio == 1.0 ? lr.backlog[k] : lr.backlog[k] * ratio;
+      lr.backlog[k] = ratio == 1.0 ? 0.0 : std::max(0.0, lr.backlog[k] - dep);
+      sent += dep;
+      if (k + 1 < lr.nq) {
+        lr.arriving[k + 1] += dep;
+      } else {
+        lr.delivered += dep;
+        lr.last_delivery += dep;
+      }
+      if (dep > 0 && hazard > 0) lr.hazard += hazard == kInf ? kInf : dep / lr.qps / mtu * hazard;
+    }
+    q.queue = ratio == 1.0 ? 0.0 : std::max(0.0, held - sent);
+    if (q.queue > 0) ++holding;
+    const double marks = sent / mtu * p;
+    q.max_queue = std::max(q.max_queue, q.queue);
+    q.marks += marks;
+    if (record_links_) {
+      integrate(l, t1);
+      LinkRec& L = links_[l];
+      L.bin_max_queue = std::max(L.bin_max_queue, q.queue);
+      L.bin_marks += marks;
+    }
+  }
+  holding_ = holding;
+
+  // Notification points: the first mark after the CNP interval sends a CNP, back at the sender a round trip later.
+  if (dcqcn)
+    for (LaneRec& lr : lanes_) {
+      if (!lr.active || lr.hazard < lr.threshold) continue;
+      if (t1 - lr.last_cnp >= dc.cnp_interval.seconds()) {
+        lr.last_cnp = t1;
+        qevents_.post(t1 + 2 * lr.latency,
+                      QEvent{static_cast<std::uint32_t>(&lr - &lanes_[0]), lr.gen, QEventKind::Cnp});
+        ++cnps_;
+      }
+      lr.hazard = 0;
+      lr.threshold = next_exponential(lr.rng);
+    }
+
+  // PFC ingress counters: bytes queued at a lane's port came in over the link before it.
+  if (cfg_.pfc.enabled) {
+    for (std::uint32_t l : watch_) {
+      q_[l].ingress_prev = q_[l].ingress;
+      q_[l].ingress = 0;
+    }
+    for (std::uint32_t l : order_)
+      for (const auto& [ln, k] : q_[l].lanes) {
+        const LaneRec& lr = lanes_[ln];
+        QLink& in = q_[lr.ingress[k]];
+        if (!in.watched) {
+          in.watched = true;
+          in.ingress = in.ingress_prev = 0;
+          watch_.push_back(lr.ingress[k]);
+        }
+        in.ingress += lr.backlog[k];
+      }
+    const auto& pfc = cfg_.pfc;
+    std::vector<std::uint32_t> keep;
+    for (std::uint32_t l : watch_) {
+      QLink& in = q_[l];
+      const double occ = in.ingress;
+      const double excess = std::max(0.0, occ - (pfc.xoff.bytes() + in.headroom));
+      if (excess > in.excess) overflow_ += excess - in.excess;
+      in.excess = excess;
+      in.max_ingress = std::max(in.max_ingress, occ);
+      const bool want_pause = (in.paused || in.pause_pending) && !in.resume_pending;
+      // When inside the step the counter crossed the threshold, assuming it moved linearly: the PAUSE (RESUME)
+      // frame leaves then and takes effect upstream one cable latency (plus the response time) later.
+      auto crossing = [&](double threshold) {
+        const double before = in.ingress_prev;
+        if ((before - threshold) * (occ - threshold) >= 0 || occ == before) return t1;
+        return t0 + dt * (threshold - before) / (occ - before);
+      };
+      const double latency = topo_.link(l).latency.seconds();
+      if (occ > pfc.xoff.bytes() && !want_pause) {
+        in.resume_pending = false;
+        if (!in.paused) {
+          in.pause_pending = true;
+          qevents_.post(std::max(t1, crossing(pfc.xoff.bytes()) + latency + pfc.response_time.seconds()),
+                        QEvent{l, 0, QEventKind::PauseOn});
+        }
+      } else if (occ < pfc.xon.bytes() && want_pause) {
+        in.resume_pending = true;
+        qevents_.post(std::max(t1, crossing(pfc.xon.bytes()) + latency), QEvent{l, 0, QEventKind::PauseOff});
+      }
+      if (occ > 0 || in.paused || in.pause_pending || in.resume_pending)
+        keep.push_back(l);
+      else
+        in.watched = false;
+    }
+    watch_.swap(keep);
+  }
+
+  check_drains(t0, t1, post);
+}
+
+void Network::queue_event(const QEvent& e, double t)
+{
+  switch (e.kind) {
+  case QEventKind::Cnp: {
+    if (e.a >= lanes_.size()) return;
+    LaneRec& lr = lanes_[e.a];
+    if (!lr.active || lr.gen != e.gen || lr.injected >= lr.total) return;
+    const bool pass = !stepping();
+    if (pass)
+      sync_lane(e.a, t);
+    else
+      lr.rp.advance(cfg_.dcqcn, Seconds(t), Bytes(0));
+    lr.rp.on_cnp(cfg_.dcqcn, Seconds(t));
+    refresh_cap(lr.flow);
+    update_offer(e.a);
+    if (pass && dates_valid_) schedule_lane(e.a);
+    return;
+  }
+  case QEventKind::PauseOn:
+    set_pause(e.a, true, t);
+    return;
+  case QEventKind::PauseOff:
+    set_pause(e.a, false, t);
+    return;
+  }
+}
+
+void Network::set_pause(std::uint32_t l, bool on, double t)
+{
+  QLink& q = q_[l];
+  if (on) {
+    if (!q.pause_pending) return;
+    q.pause_pending = false;
+    if (q.paused) return;
+    ++q.pause_events;
+  } else {
+    if (!q.resume_pending) return;
+    q.resume_pending = q.pause_pending = false;
+    if (!q.paused) return;
+  }
+  integrate(l, t);
+  q.paused = on;
+  links_[l].paused = on;
+  if (q.queued) return; // a switch port: its queue stops being served
+  // A host link: every flow with a lane behind it stops (the ring waits for its slowest edge).
+  for (std::uint32_t ln : q.host_lanes) {
+    FlowRec& fr = flows_[lanes_[ln].flow];
+    fr.paused += on ? 1 : static_cast<std::uint32_t>(-1);
+    refresh_cap(lanes_[ln].flow);
+    update_offer(ln);
+  }
+}
+
+} // namespace railyard::sim::coupled
