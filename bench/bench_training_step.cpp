@@ -7,10 +7,13 @@
 // What is timed: generating the step (or nothing more than reading the scenario), and replaying it (run_workload);
 // writing summary.json, breakdown.csv and trace.json is not included.
 //
-// Usage: bench_training_step [--flows | --coupled]
+// Usage: bench_training_step [--flows | --coupled | --coupled-cc [--with-8192]]
 //   --flows adds the 64-GPU step with every transfer on the network, with 8 micro-batches, on the fluid and the
 //   SimGrid backends (the latter ~2 min); --coupled adds the 1,024-GPU examples and the 8,192-GPU step (rail-optimized
-//   and 2:1 fat tree, per-QP ECMP) with communication: coupled, each also as a ratio to the same step analytical.
+//   and 2:1 fat tree, per-QP ECMP) with communication: coupled, each also as a ratio to the same step analytical;
+//   --coupled-cc the llama3_70b_1024 example coupled with DCQCN and PFC on, on its rail-optimized fabric and on a 2:1
+//   fat tree, each as a ratio to the same step analytical (--with-8192 adds the 8,192-GPU step so, which takes many
+//   minutes).
 #include "railyard/common/child_process.hpp"
 #include "railyard/scenario/run_workload.hpp"
 
@@ -110,12 +113,38 @@ scn::Scenario from_file(const std::string& path, std::optional<sim::CommModel> c
   return s;
 }
 
+/// The same scenario with DCQCN and PFC on (coupled communication), optionally on a 2:1 fat tree.
+scn::Scenario with_cc(scn::Scenario s, bool fat_tree)
+{
+  s.sim.fluid.cc = sim::CongestionControl::Dcqcn;
+  s.sim.fluid.pfc.enabled = true;
+  s.sim.fluid.ecmp = sim::EcmpMode::PerQp;
+  if (fat_tree) {
+    s.cluster.kind = topo::ClusterKind::FatTree;
+    s.cluster.oversubscription = 2;
+  }
+  return s;
+}
+
+scn::Scenario analytical_on(scn::Scenario s, bool fat_tree)
+{
+  s.workload->replay.comm = sim::CommModel::Analytical;
+  s.workload->communication_given = true;
+  if (fat_tree) {
+    s.cluster.kind = topo::ClusterKind::FatTree;
+    s.cluster.oversubscription = 2;
+  }
+  return s;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
 {
   const bool flows = argc > 1 && std::strcmp(argv[1], "--flows") == 0;
   const bool coupled = argc > 1 && std::strcmp(argv[1], "--coupled") == 0;
+  const bool coupled_cc = argc > 1 && std::strcmp(argv[1], "--coupled-cc") == 0;
+  const bool with_8192 = argc > 2 && std::strcmp(argv[2], "--with-8192") == 0;
   std::vector<Row> rows = {
       {"baseline: GPT-3 175B, 64 A100, analytical",
        [] { return from_text(baseline_yaml("analytical", 64, "simgrid"), "baseline"); }},
@@ -138,6 +167,25 @@ int main(int argc, char** argv)
     rows.push_back({"Llama-405B-class 8,192, 2:1 fat tree, coupled",
                     [] { return from_text(llama405_yaml("coupled", true), "llama405_fat_coupled"); },
                     static_cast<int>(rows.size()) - 1});
+  }
+  if (coupled_cc) {
+    // DCQCN + PFC on coupled flows, each beside the same step timed analytical on the same fabric.
+    const std::string l = (kRoot / "examples/llama3_70b_1024.yaml").string();
+    rows.push_back({"llama3_70b_1024, rail, coupled + DCQCN + PFC",
+                    [l] { return with_cc(from_file(l, sim::CommModel::Coupled), false); }, 2});
+    rows.push_back({"llama3_70b_1024, 2:1 fat tree, analytical", [l] { return analytical_on(from_file(l), true); }});
+    rows.push_back({"llama3_70b_1024, 2:1 fat tree, coupled + DCQCN + PFC",
+                    [l] { return with_cc(from_file(l, sim::CommModel::Coupled), true); },
+                    static_cast<int>(rows.size()) - 1});
+    if (with_8192) {
+      rows.push_back({"Llama-405B-class 8,192, rail, coupled + DCQCN + PFC",
+                      [] { return with_cc(from_text(llama405_yaml("coupled"), "llama405_cc"), false); }, 3});
+      rows.push_back({"Llama-405B-class 8,192, 2:1 fat tree, analytical",
+                      [] { return from_text(llama405_yaml("analytical", true), "llama405_fat"); }});
+      rows.push_back({"Llama-405B-class 8,192, 2:1 fat tree, coupled + DCQCN + PFC",
+                      [] { return with_cc(from_text(llama405_yaml("coupled", true), "llama405_fat_cc"), false); },
+                      static_cast<int>(rows.size()) - 1});
+    }
   }
   if (flows) {
     rows.push_back({"GPT-3 175B, 64 A100, 8 micro-batches, flows (fluid)",

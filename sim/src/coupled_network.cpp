@@ -314,7 +314,7 @@ void Network::solve(double t, const PostEnd& post)
     ++fr.version;
     if (r > 0) post(f, fr.version, r == kInf || fr.remaining <= 0 ? t : t + fr.remaining / r);
   }
-  if (queues_) mode_check(t);
+  if (queues_) process_heat(t);
 }
 
 void Network::set_rate(std::uint32_t f, double r, double t)

@@ -102,6 +102,7 @@ private:
     std::uint64_t owner = 0;
     std::uint32_t version = 0, mark = 0;
     std::uint32_t paused = 0;               ///< lanes whose host link is paused: the flow stops
+    std::uint32_t drain_pos = 0;            ///< draining: its lanes before this one are done
     bool active = false, fresh = false;     ///< fresh: added since the last solve, no rate yet
     bool draining = false, drained = false; ///< injected everything / the queues delivered everything
     double new_rate = 0, solve_cap = 0;     ///< solve()'s scratch
@@ -114,8 +115,11 @@ private:
     double window = 0, t = 0; ///< t: injected, delivered and the reaction point hold up to this date
     double offer = 0;         ///< bytes per second it sends now (its ports' offered load counts it)
     std::uint32_t qps = 1, gen = 0, ver = 0;
+    std::uint32_t hot = 0;  ///< active ports on its path: stepped while any
+    std::uint32_t spos = 0; ///< its place in stepped_
     std::uint8_t nq = 0;
     bool active = false, full = false; ///< full: its window is full, the flow runs at its DCQCN rate
+    bool stepped = false;              ///< integrated in steps (else it keeps its own dates: pass mode)
     std::array<std::uint32_t, kMaxQueues> port{}, ingress{}, pos{};
     std::array<double, kMaxQueues> backlog{}, arriving{};
     std::uint32_t host_pos = 0;
@@ -128,10 +132,13 @@ private:
     std::vector<std::pair<std::uint32_t, std::uint8_t>> lanes; ///< (lane, its queue index) queued here
     std::vector<std::uint32_t> host_lanes;                     ///< lanes whose first queue this (host) link feeds
     double queue = 0, in_rate = 0, headroom = 0;
+    double stepped_offer = 0;  ///< what its stepped lanes offer (the rest passes through first)
+    std::uint32_t stepped = 0; ///< its stepped lanes
     double ingress = 0, ingress_prev = 0, excess = 0;
     double max_queue = 0, marks = 0, max_ingress = 0;
     int stage = 0;
     bool queued = false, overloaded = false, busy = false, watched = false;
+    bool hot = false, heat_listed = false; ///< hot: offered more than its capacity, holding bytes or paused
     bool paused = false, pause_pending = false, resume_pending = false;
     std::uint64_t pause_events = 0;
   };
@@ -181,6 +188,7 @@ private:
   /// After a send: the window's state and the reaction point's new rate reach the flow's cap.
   void lane_after_send(std::uint32_t lane, double t1, double sent);
   void check_drains(double t0, double t1, const PostEnd& post);
+  [[nodiscard]] static bool lane_done(const LaneRec& lr);
   /// The rate the lane sends at now: its flow's share, or its DCQCN rate while its window holds bytes.
   [[nodiscard]] double send_rate(const LaneRec& lr) const;
   /// Its ports' offered load follows its send rate.
@@ -188,15 +196,18 @@ private:
   /// Around a flow's change of rate at `t` in pass mode: its lanes catch up at the old rate, then look ahead.
   void begin_rate_change(std::uint32_t f, double t);
   void end_rate_change(std::uint32_t f);
-  /// After a change at `t`: if a port started to queue, every lane is brought to `t` and the steps start there; if
-  /// the last queue emptied, the lanes' own dates are drawn up again.
-  void mode_check(double t);
+  /// The ports whose state may have changed (offered load, queue, pause) become hot or cold at `t`: the lanes of a hot
+  /// port are stepped (brought to `t` first), a lane with no hot port left goes back to its own dates.
+  void process_heat(double t);
+  void list_heat(std::uint32_t port);
+  void set_stepped(std::uint32_t lane, bool on, double t);
   void add_lanes(std::uint32_t f, double t, std::span<const LaneSpec> lanes);
   void remove_lanes(std::uint32_t f);
   [[nodiscard]] double injected_ref(const FlowRec& fr, double t) const;
   void refresh_cap(std::uint32_t f);
   void set_offered(std::uint32_t port, double delta);
-  [[nodiscard]] bool stepping() const;
+  /// Whether the model steps: some lane is integrated in steps, or a PFC counter or pause is still to be watched.
+  [[nodiscard]] bool stepping() const { return !stepped_.empty() || !watch_.empty(); }
   void step(double t0, double t1, const PostEnd& post);
   void queue_event(const QEvent& e, double t);
   void set_pause(std::uint32_t link, bool on, double t);
@@ -221,12 +232,10 @@ private:
   SlotPool<LaneRec> lanes_;
   std::uint64_t lanes_started_ = 0, lanes_live_ = 0;
   EventCalendar<QEvent> qevents_;
-  std::vector<std::uint32_t> order_; ///< busy ports by (stage, id)
+  std::vector<std::uint32_t> order_; ///< the ports stepped lanes cross, by (stage, id)
   bool order_dirty_ = false;
   std::vector<std::uint32_t> watch_;    ///< ingress links with a nonzero counter or a pause state
   std::vector<std::uint32_t> draining_; ///< flows whose queues still hold bytes after their injection ended
-  std::uint32_t overloaded_ = 0;        ///< ports offered more than their capacity
-  std::uint32_t holding_ = 0;           ///< ports holding bytes after the last step
   double queue_t_ = 0, step_ = 0;
   /// Pass mode: each lane's next date (date, lane, version), earliest first; stale versions are skipped.
   struct LaneDate {
@@ -234,9 +243,9 @@ private:
     std::uint32_t lane, ver;
     bool operator>(const LaneDate& o) const { return t != o.t ? t > o.t : lane > o.lane; }
   };
-  std::vector<LaneDate> lane_dates_;
-  bool dates_valid_ = false; ///< lane_dates_ holds every lane's date (false while stepping)
-  bool steps_on_ = false;    ///< stepping() as of the last mode_check()
+  std::vector<LaneDate> lane_dates_;   ///< the dates of the lanes not stepped
+  std::vector<std::uint32_t> stepped_; ///< lanes integrated in steps
+  std::vector<std::uint32_t> heat_;    ///< ports to look at in process_heat()
   std::uint64_t cnps_ = 0, decreases_ = 0;
   double overflow_ = 0;
 };

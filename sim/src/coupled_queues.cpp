@@ -68,6 +68,16 @@ void Network::init_queues()
   }
 }
 
+bool Network::lane_done(const LaneRec& lr)
+{
+  // Sent everything and holds nothing in any queue. (The delivered tally drifts by rounding over millions of steps:
+  // what the queues hold says it exactly, as a port that passes all it holds empties each lane there to zero.)
+  if (lr.injected < lr.total * (1 - 1e-12)) return false;
+  for (int k = 0; k < lr.nq; ++k)
+    if (lr.backlog[k] > 0 || lr.arriving[k] > 0) return false;
+  return true;
+}
+
 double Network::injected_ref(const FlowRec& fr, double t) const
 {
   if (fr.draining) return fr.ref;
@@ -77,8 +87,6 @@ double Network::injected_ref(const FlowRec& fr, double t) const
 
 void Network::add_lanes(std::uint32_t f, double t, std::span<const LaneSpec> specs)
 {
-  // With no lane in the network there was nothing to integrate: the model's date is now.
-  if (lanes_live_ == 0) queue_t_ = std::max(queue_t_, t);
   // Max-min takes the hops before a lane's first switch queue; the queue model moves the bytes from there.
   std::vector<std::pair<std::uint32_t, double>> mm, extra;
   for (const LaneSpec& spec : specs) {
@@ -120,10 +128,6 @@ void Network::add_lanes(std::uint32_t f, double t, std::span<const LaneSpec> spe
       QLink& q = q_[l];
       lr.pos[k] = static_cast<std::uint32_t>(q.lanes.size());
       q.lanes.emplace_back(ln, k);
-      if (!q.busy) {
-        q.busy = true;
-        order_.push_back(l);
-      }
     }
     QLink& host = q_[lr.ingress[0]];
     lr.host_pos = static_cast<std::uint32_t>(host.host_lanes.size());
@@ -137,8 +141,10 @@ void Network::add_lanes(std::uint32_t f, double t, std::span<const LaneSpec> spe
     ++lanes_started_;
     ++lanes_live_;
     flows_[f].lanes.push_back(ln);
+    for (int k = 0; k < lr.nq; ++k)
+      lr.hot += q_[lr.port[k]].hot ? 1 : 0;
+    if (lr.hot > 0 || !cfg_.adaptive_steps) set_stepped(ln, true, t);
   }
-  order_dirty_ = true;
   auto merge = [](std::vector<std::pair<std::uint32_t, double>>& v, std::vector<Load>& out) {
     std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [l, k] : v)
@@ -158,9 +164,11 @@ void Network::remove_lanes(std::uint32_t f)
   FlowRec& fr = flows_[f];
   for (std::uint32_t ln : fr.lanes) {
     LaneRec& lr = lanes_[ln];
+    if (lr.stepped) set_stepped(ln, false, lr.t);
     lr.active = false;
     update_offer(ln); // its ports' offered load no longer counts it
     for (int k = 0; k < lr.nq; ++k) {
+      list_heat(lr.port[k]);
       if (q_[lr.port[k]].lanes.size() == 1) set_offered(lr.port[k], -q_[lr.port[k]].in_rate); // no rounding left
       auto& list = q_[lr.port[k]].lanes;
       const std::uint32_t p = lr.pos[k];
@@ -179,7 +187,6 @@ void Network::remove_lanes(std::uint32_t f)
     --lanes_live_;
   }
   fr.lanes.clear();
-  order_dirty_ = true;
 }
 
 void Network::refresh_cap(std::uint32_t f)
@@ -204,16 +211,63 @@ void Network::set_offered(std::uint32_t port, double delta)
   const bool over = q.in_rate > links_[port].capacity * (1 + 1e-9);
   if (over == q.overloaded) return;
   q.overloaded = over;
-  if (over)
-    ++overloaded_;
-  else
-    --overloaded_;
+  list_heat(port);
 }
 
-bool Network::stepping() const
+void Network::list_heat(std::uint32_t port)
 {
-  if (!cfg_.adaptive_steps) return lanes_live_ > 0;
-  return overloaded_ > 0 || holding_ > 0 || !watch_.empty();
+  QLink& q = q_[port];
+  if (q.heat_listed) return;
+  q.heat_listed = true;
+  heat_.push_back(port);
+}
+
+void Network::set_stepped(std::uint32_t ln, bool on, double t)
+{
+  LaneRec& lr = lanes_[ln];
+  if (lr.stepped == on) return;
+  if (on) {
+    // It joins the steps at t: what it sent since its own date went through ports that held nothing.
+    if (stepped_.empty()) queue_t_ = std::max(queue_t_, t);
+    sync_lane(ln, t);
+    ++lr.ver; // its own date is void
+    lr.spos = static_cast<std::uint32_t>(stepped_.size());
+    stepped_.push_back(ln);
+  } else {
+    const std::uint32_t moved = stepped_.back();
+    stepped_[lr.spos] = moved;
+    stepped_.pop_back();
+    if (lr.spos < stepped_.size()) lanes_[moved].spos = lr.spos;
+  }
+  lr.stepped = on;
+  for (int k = 0; k < lr.nq; ++k) {
+    QLink& q = q_[lr.port[k]];
+    q.stepped += on ? 1 : static_cast<std::uint32_t>(-1);
+    q.stepped_offer += on ? lr.offer : -lr.offer;
+    if (q.stepped == 0) q.stepped_offer = 0;
+    if (q.stepped == (on ? 1U : 0U)) order_dirty_ = true; // it joins or leaves the stepped ports
+  }
+  if (!on) schedule_lane(ln);
+}
+
+void Network::process_heat(double t)
+{
+  // A port is hot while it is offered more than its capacity, holds bytes or is paused; its lanes are stepped then.
+  // Stepping a lane can change offers, and so other ports: until nothing changes.
+  for (std::size_t i = 0; i < heat_.size(); ++i) {
+    const std::uint32_t l = heat_[i];
+    QLink& q = q_[l];
+    q.heat_listed = false;
+    const bool hot = q.overloaded || q.queue > 0 || q.paused;
+    if (hot == q.hot) continue;
+    q.hot = hot;
+    for (const auto& [ln, k] : q.lanes) {
+      LaneRec& lr = lanes_[ln];
+      lr.hot += hot ? 1 : static_cast<std::uint32_t>(-1);
+      if (cfg_.adaptive_steps) set_stepped(ln, lr.hot > 0, t);
+    }
+  }
+  heat_.clear();
 }
 
 double Network::lane_send(const LaneRec& lr, double t1, double dt) const
@@ -292,17 +346,11 @@ double Network::next_time()
 {
   if (!queues_) return kInf;
   double t = qevents_.next_date();
-  if (stepping()) return std::min(t, queue_t_ + step_);
-  if (!dates_valid_) {
-    // Stepping ended: every lane was brought to the last step's end; their own dates from there.
-    lane_dates_.clear();
-    dates_valid_ = true;
-    for (std::uint32_t ln = 0; ln < lanes_.size(); ++ln)
-      if (lanes_[ln].active) schedule_lane(ln);
-  }
+  if (stepping()) t = std::min(t, queue_t_ + step_);
   while (!lane_dates_.empty()) {
     const LaneDate& top = lane_dates_.front();
-    if (lanes_[top.lane].active && lanes_[top.lane].ver == top.ver) return std::min(t, top.t);
+    const LaneRec& lr = lanes_[top.lane];
+    if (lr.active && !lr.stepped && lr.ver == top.ver) return std::min(t, top.t);
     std::pop_heap(lane_dates_.begin(), lane_dates_.end(), std::greater<>{});
     lane_dates_.pop_back();
   }
@@ -315,52 +363,45 @@ void Network::advance(double t, const PostEnd& post)
   while (true) {
     const double next = next_time();
     if (next > t) break;
-    if (stepping()) {
-      if (next > queue_t_) {
-        step(queue_t_, next, post);
-        queue_t_ = next;
-      }
-    } else {
-      // Pass mode: the lanes due at `next` catch up and look ahead; the others keep their own dates.
-      queue_t_ = std::max(queue_t_, next);
-      while (!lane_dates_.empty() && lane_dates_.front().t <= next) {
-        const LaneDate d = lane_dates_.front();
-        std::pop_heap(lane_dates_.begin(), lane_dates_.end(), std::greater<>{});
-        lane_dates_.pop_back();
-        if (!lanes_[d.lane].active || lanes_[d.lane].ver != d.ver) continue;
-        sync_lane(d.lane, next);
-        schedule_lane(d.lane);
-      }
-      check_drains(next, next, post);
+    if (stepping() && next > queue_t_) {
+      step(queue_t_, next, post);
+      queue_t_ = next;
     }
-    mode_check(next);
+    // The lanes not stepped whose own date is `next` catch up and look ahead.
+    while (!lane_dates_.empty() && lane_dates_.front().t <= next) {
+      const LaneDate d = lane_dates_.front();
+      std::pop_heap(lane_dates_.begin(), lane_dates_.end(), std::greater<>{});
+      lane_dates_.pop_back();
+      const LaneRec& lr = lanes_[d.lane];
+      if (!lr.active || lr.stepped || lr.ver != d.ver) continue;
+      sync_lane(d.lane, next);
+      schedule_lane(d.lane);
+    }
+    check_drains(next, next, post);
     while (qevents_.next_date() <= next)
       qevents_.run_next([&](const QEvent& e) { queue_event(e, next); });
+    process_heat(next);
     // A date before t that nothing but the queue model acts on: its new rates now. At t itself the caller solves
     // once every change at t is in (flows ending at t leave before the rates are shared out again).
     if (next < t && dirty()) solve(next, post);
   }
-  if (stepping() && t > queue_t_) {
-    step(queue_t_, t, post);
-    queue_t_ = t;
-    mode_check(t);
-  }
+  // No partial step to t: the steps keep their grid. A change of rate inside a step is exact for the bytes (the lanes
+  // take what their flows injected up to the step's end, rate by rate); only where in the step the bytes arrived is
+  // not told to the queues.
 }
 
 void Network::begin_rate_change(std::uint32_t f, double t)
 {
-  if (stepping()) return; // the steps keep every lane at the model's date
   for (std::uint32_t ln : flows_[f].lanes)
-    sync_lane(ln, t);
+    if (!lanes_[ln].stepped) sync_lane(ln, t); // the steps keep the others at the model's date
 }
 
 void Network::end_rate_change(std::uint32_t f)
 {
-  for (std::uint32_t ln : flows_[f].lanes)
+  for (std::uint32_t ln : flows_[f].lanes) {
     update_offer(ln);
-  if (stepping() || !dates_valid_) return;
-  for (std::uint32_t ln : flows_[f].lanes)
-    schedule_lane(ln);
+    if (!lanes_[ln].stepped) schedule_lane(ln);
+  }
 }
 
 double Network::send_rate(const LaneRec& lr) const
@@ -379,32 +420,20 @@ void Network::update_offer(std::uint32_t ln)
   LaneRec& lr = lanes_[ln];
   const double r = send_rate(lr);
   if (r == lr.offer) return;
-  for (int k = 0; k < lr.nq; ++k)
+  for (int k = 0; k < lr.nq; ++k) {
     set_offered(lr.port[k], r - lr.offer);
+    if (lr.stepped) q_[lr.port[k]].stepped_offer += r - lr.offer;
+  }
   lr.offer = r;
-}
-
-void Network::mode_check(double t)
-{
-  const bool on = stepping();
-  if (on == steps_on_) return;
-  steps_on_ = on;
-  dates_valid_ = false;
-  lane_dates_.clear();
-  if (!on) return; // the lanes stand at the last step's end; their dates are drawn up when next asked
-  // A port starts to queue: every lane is brought to now at the rates it had, and the steps go on from here.
-  for (std::uint32_t ln = 0; ln < lanes_.size(); ++ln)
-    if (lanes_[ln].active) sync_lane(ln, t);
-  queue_t_ = std::max(queue_t_, t);
 }
 
 void Network::finish_injection(std::uint32_t f, double t)
 {
   FlowRec& fr = flows_[f];
-  const bool held = stepping();
   bool done = true;
   for (std::uint32_t ln : fr.lanes) {
     LaneRec& lr = lanes_[ln];
+    const bool held = lr.stepped;
     if (cfg_.cc != CongestionControl::Dcqcn) {
       // Without a reaction point a lane sends what its flow injected: only rounding is left.
       const double rest = std::max(0.0, lr.total - lr.injected);
@@ -413,18 +442,18 @@ void Network::finish_injection(std::uint32_t f, double t)
         lr.arriving[0] += rest;
       else
         lr.delivered += rest;
-    } else if (!held && dates_valid_) {
+    } else if (!held) {
       schedule_lane(ln); // what its window holds leaves at its DCQCN rate
     }
     update_offer(ln);
-    done = done && lr.injected >= lr.total * (1 - 1e-12) && lr.delivered >= lr.total * (1 - 1e-12);
+    done = done && lane_done(lr);
   }
-  if (done) {
+  fr.end_at = t;
+  fr.drain_pos = 0;
+  if (done)
     fr.drained = true;
-    fr.end_at = t;
-  } else {
+  else
     draining_.push_back(f);
-  }
 }
 
 void Network::check_drains(double t0, double t1, const PostEnd& post)
@@ -433,24 +462,20 @@ void Network::check_drains(double t0, double t1, const PostEnd& post)
   for (std::size_t i = 0; i < draining_.size();) {
     const std::uint32_t f = draining_[i];
     FlowRec& fr = flows_[f];
-    bool done = true;
-    double at = t0;
-    for (std::uint32_t ln : fr.lanes) {
-      const LaneRec& lr = lanes_[ln];
-      if (lr.injected < lr.total * (1 - 1e-12) || lr.delivered < lr.total * (1 - 1e-12)) {
-        done = false;
-        break;
-      }
-      if (lr.last_delivery > 0 && dt > 0)
-        at = std::max(
-            at, t0 + dt * std::clamp((lr.total - (lr.delivered - lr.last_delivery)) / lr.last_delivery, 0.0, 1.0));
+    // Lanes found done stay done: each is looked at until it is, once after.
+    while (fr.drain_pos < fr.lanes.size() && lane_done(lanes_[fr.lanes[fr.drain_pos]])) {
+      const LaneRec& lr = lanes_[fr.lanes[fr.drain_pos++]];
+      // Its last byte left inside this step (when it was stepped and delivered in it), else at t1 (its own date).
+      double at = t1;
+      if (lr.stepped && lr.last_delivery > 0 && dt > 0)
+        at = t0 + dt * std::clamp((lr.total - (lr.delivered - lr.last_delivery)) / lr.last_delivery, 0.0, 1.0);
+      fr.end_at = std::max(fr.end_at, at);
     }
-    if (!done) {
+    if (fr.drain_pos < fr.lanes.size()) {
       ++i;
       continue;
     }
     fr.drained = true;
-    fr.end_at = at;
     post(f, fr.version, t1);
     draining_[i] = draining_.back();
     draining_.pop_back();
@@ -465,11 +490,11 @@ void Network::step(double t0, double t1, const PostEnd& post)
   const auto& dc = cfg_.dcqcn;
   const double mtu = cfg_.mtu.bytes();
 
-  // Injection: each lane sends what its flow injected for it, at most at its DCQCN rate, into its first queue.
-  for (std::uint32_t ln = 0; ln < lanes_.size(); ++ln) {
+  // Injection: each stepped lane sends what its flow injected for it, at most at its DCQCN rate, into its first queue.
+  // (A copy of the list: a lane's sends can change offers, never the list, but the loop must not depend on it.)
+  for (const std::uint32_t ln : stepped_) {
     LaneRec& lr = lanes_[ln];
-    if (!lr.active) continue;
-    const double sent = lane_send(lr, t1, dt);
+    const double sent = lane_send(lr, t1, t1 - std::max(t0, lr.t)); // a lane stepped since t0 sends from then
     lr.injected += sent;
     lr.arriving[0] += sent;
     lr.last_delivery = 0;
@@ -477,30 +502,37 @@ void Network::step(double t0, double t1, const PostEnd& post)
     lane_after_send(ln, t1, sent);
   }
   if (order_dirty_) {
-    std::vector<std::uint32_t> busy;
-    for (std::uint32_t l : order_)
-      if (q_[l].lanes.empty())
-        q_[l].busy = false;
-      else
-        busy.push_back(l);
-    std::sort(busy.begin(), busy.end(), [&](std::uint32_t a, std::uint32_t b) {
+    // The ports stepped lanes cross, in up*/down* order (so a step's departures feed the next hop in the same step).
+    order_.clear();
+    for (const std::uint32_t ln : stepped_)
+      for (int k = 0; k < lanes_[ln].nq; ++k) {
+        QLink& q = q_[lanes_[ln].port[k]];
+        if (q.busy) continue;
+        q.busy = true;
+        order_.push_back(lanes_[ln].port[k]);
+      }
+    for (const std::uint32_t l : order_)
+      q_[l].busy = false;
+    std::sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) {
       return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
     });
-    order_.swap(busy);
     order_dirty_ = false;
   }
-  // Egress ports, upstream first.
-  std::uint32_t holding = 0;
+  // Egress ports stepped lanes cross, upstream first. The lanes not stepped there pass first (the port is cold for
+  // them: what they offer fits); the stepped lanes share what capacity is left, in proportion to what each holds.
   for (std::uint32_t l : order_) {
     QLink& q = q_[l];
+    if (q.stepped == 0) continue;
     double held = 0;
     for (const auto& [ln, k] : q.lanes) {
       LaneRec& lr = lanes_[ln];
+      if (!lr.stepped) continue;
       lr.backlog[k] += lr.arriving[k];
       lr.arriving[k] = 0;
       held += lr.backlog[k];
     }
-    const double service = q.paused ? 0.0 : links_[l].capacity * dt;
+    const double others = std::max(0.0, q.in_rate - q.stepped_offer);
+    const double service = q.paused ? 0.0 : std::max(0.0, links_[l].capacity - others) * dt;
     // What arrives at no more than the capacity leaves (a relative 1e-12 above is the rounding of a port fed at
     // exactly its capacity, not a queue).
     const double ratio = held > service * (1 + 1e-12) ? service / held : 1.0;
@@ -509,6 +541,7 @@ void Network::step(double t0, double t1, const PostEnd& post)
     double sent = 0;
     for (const auto& [ln, k] : q.lanes) {
       LaneRec& lr = lanes_[ln];
+      if (!lr.stepped) continue;
       const double dep = ratio == 1.0 ? lr.backlog[k] : lr.backlog[k] * ratio;
       lr.backlog[k] = ratio == 1.0 ? 0.0 : std::max(0.0, lr.backlog[k] - dep);
       sent += dep;
@@ -520,9 +553,10 @@ void Network::step(double t0, double t1, const PostEnd& post)
       }
       if (dep > 0 && hazard > 0) lr.hazard += hazard == kInf ? kInf : dep / lr.qps / mtu * hazard;
     }
-    q.queue = ratio == 1.0 ? 0.0 : std::max(0.0, held - sent);
-    if (q.queue > 0) ++holding;
-    const double marks = sent / mtu * p;
+    const double queue = ratio == 1.0 ? 0.0 : std::max(0.0, held - sent);
+    if ((queue > 0) != (q.queue > 0)) list_heat(l);
+    q.queue = queue;
+    const double marks = (sent + others * dt) / mtu * p;
     q.max_queue = std::max(q.max_queue, q.queue);
     q.marks += marks;
     if (record_links_) {
@@ -532,16 +566,15 @@ void Network::step(double t0, double t1, const PostEnd& post)
       L.bin_marks += marks;
     }
   }
-  holding_ = holding;
 
   // Notification points: the first mark after the CNP interval sends a CNP, back at the sender a round trip later.
   if (dcqcn)
-    for (LaneRec& lr : lanes_) {
-      if (!lr.active || lr.hazard < lr.threshold) continue;
+    for (const std::uint32_t ln : stepped_) {
+      LaneRec& lr = lanes_[ln];
+      if (lr.hazard < lr.threshold) continue;
       if (t1 - lr.last_cnp >= dc.cnp_interval.seconds()) {
         lr.last_cnp = t1;
-        qevents_.post(t1 + 2 * lr.latency,
-                      QEvent{static_cast<std::uint32_t>(&lr - &lanes_[0]), lr.gen, QEventKind::Cnp});
+        qevents_.post(t1 + 2 * lr.latency, QEvent{ln, lr.gen, QEventKind::Cnp});
         ++cnps_;
       }
       lr.hazard = 0;
@@ -554,9 +587,11 @@ void Network::step(double t0, double t1, const PostEnd& post)
       q_[l].ingress_prev = q_[l].ingress;
       q_[l].ingress = 0;
     }
-    for (std::uint32_t l : order_)
+    for (std::uint32_t l : order_) {
+      if (!(q_[l].queue > 0)) continue;
       for (const auto& [ln, k] : q_[l].lanes) {
         const LaneRec& lr = lanes_[ln];
+        if (!(lr.backlog[k] > 0)) continue;
         QLink& in = q_[lr.ingress[k]];
         if (!in.watched) {
           in.watched = true;
@@ -565,6 +600,7 @@ void Network::step(double t0, double t1, const PostEnd& post)
         }
         in.ingress += lr.backlog[k];
       }
+    }
     const auto& pfc = cfg_.pfc;
     std::vector<std::uint32_t> keep;
     for (std::uint32_t l : watch_) {
@@ -612,7 +648,7 @@ void Network::queue_event(const QEvent& e, double t)
     if (e.a >= lanes_.size()) return;
     LaneRec& lr = lanes_[e.a];
     if (!lr.active || lr.gen != e.gen || lr.injected >= lr.total) return;
-    const bool pass = !stepping();
+    const bool pass = !lr.stepped;
     if (pass)
       sync_lane(e.a, t);
     else
@@ -620,7 +656,7 @@ void Network::queue_event(const QEvent& e, double t)
     lr.rp.on_cnp(cfg_.dcqcn, Seconds(t));
     refresh_cap(lr.flow);
     update_offer(e.a);
-    if (pass && dates_valid_) schedule_lane(e.a);
+    if (pass) schedule_lane(e.a);
     return;
   }
   case QEventKind::PauseOn:
@@ -646,15 +682,22 @@ void Network::set_pause(std::uint32_t l, bool on, double t)
     if (!q.paused) return;
   }
   integrate(l, t);
+  if (!q.queued)
+    for (std::uint32_t ln : q.host_lanes)
+      if (!lanes_[ln].stepped) sync_lane(ln, t); // up to the pause (or resume), at what they sent so far
   q.paused = on;
   links_[l].paused = on;
-  if (q.queued) return; // a switch port: its queue stops being served
+  if (q.queued) {
+    list_heat(l); // a switch port: its queue stops being served, and it is hot while paused
+    return;
+  }
   // A host link: every flow with a lane behind it stops (the ring waits for its slowest edge).
   for (std::uint32_t ln : q.host_lanes) {
     FlowRec& fr = flows_[lanes_[ln].flow];
     fr.paused += on ? 1 : static_cast<std::uint32_t>(-1);
     refresh_cap(lanes_[ln].flow);
     update_offer(ln);
+    if (!lanes_[ln].stepped) schedule_lane(ln);
   }
 }
 

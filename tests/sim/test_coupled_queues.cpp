@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -118,8 +119,9 @@ TEST(CoupledQueues, NoCongestionChangesNothing)
 // 8 x 8 MiB / 50 GB/s (1.342 ms), with PFC alone within 2% of that (PFC keeps the port's queue fed). Against the
 // per-transfer fluid network, whose queue model is the reference (each message one flow there too): PFC alone and
 // DCQCN alone agree within 2% on time, deepest queue and marks. With both, DCQCN's outcome hangs on which senders draw
-// one CNP more (half their rate for milliseconds: 2.41 or 4.27 ms in either model, by seed), so the two agree on the
-// mean over eight seeds, within 5%. PFC's headroom holds every byte (no overflow) and every byte sent arrives.
+// one CNP more (half their rate for milliseconds: 2.41 or 4.27 ms in either model, by seed), so the two are held to
+// the same two outcomes: the fastest and the slowest of eight seeds within 2%. PFC's headroom holds every byte (no
+// overflow) and every byte sent arrives.
 TEST(CoupledQueues, IncastAgreesWithThePerTransferNetwork)
 {
   const topo::ClusterSpec spec = one_spine();
@@ -153,7 +155,8 @@ TEST(CoupledQueues, IncastAgreesWithThePerTransferNetwork)
     EXPECT_GT(r[5], 0.0); // PFC paused the senders
     EXPECT_EQ(r[6], 0.0); // and dropped no byte
   }
-  double coupled = 0, flows = 0;
+  // Per model, the fastest and slowest of eight seeds (the two outcomes) and the mean.
+  double c_min = 1e9, c_max = 0, f_min = 1e9, f_max = 0, coupled = 0, flows = 0;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     const auto r = run(spec, w, sim::CongestionControl::Dcqcn, true, true, sim::CommModel::Coupled, seed);
     const auto f = run(spec, w, sim::CongestionControl::Dcqcn, true, true, sim::CommModel::Flows, seed);
@@ -163,12 +166,17 @@ TEST(CoupledQueues, IncastAgreesWithThePerTransferNetwork)
     EXPECT_EQ(r[6], 0.0) << seed; // PFC drops no byte
     EXPECT_NEAR(r[2], r[1], 1e-9 * r[1]) << seed;
     EXPECT_GT(r[7], 0.0) << seed; // CNPs went back
+    c_min = std::min(c_min, r[0]);
+    c_max = std::max(c_max, r[0]);
+    f_min = std::min(f_min, f[0]);
+    f_max = std::max(f_max, f[0]);
     coupled += r[0] / 8;
     flows += f[0] / 8;
   }
-  std::printf("dcqcn+pfc mean of 8 seeds: coupled %.6f s, flows %.6f s (%+.2f%%)\n", coupled, flows,
-              100 * (coupled / flows - 1));
-  EXPECT_NEAR(coupled, flows, 0.05 * flows);
+  std::printf("dcqcn+pfc over 8 seeds: coupled %.6f .. %.6f s (mean %.6f), flows %.6f .. %.6f s (mean %.6f)\n", c_min,
+              c_max, coupled, f_min, f_max, flows);
+  EXPECT_NEAR(c_min, f_min, 0.02 * f_min);
+  EXPECT_NEAR(c_max, f_max, 0.02 * f_max);
 }
 
 // The adaptive steps integrate only while a port is congested; stepping every 1 us throughout is the reference. On an
