@@ -38,6 +38,22 @@ inline topo::ClusterSpec h100_nodes(int nodes)
   return s;
 }
 
+/// 4 leaves of 4 single-GPU nodes under ONE spine (4:1 port oversubscription leaves one uplink per leaf): every
+/// cross-leaf path is fixed, so who shares which egress port is known without hashing. NICs run at 400 Gb/s; the
+/// switch-to-switch links at 3.2 Tb/s carry eight NICs at once, so an incast of eight congests only the receiver's
+/// port and every pause upstream of it comes from PFC.
+inline topo::ClusterSpec one_spine()
+{
+  topo::ClusterSpec s;
+  s.kind = topo::ClusterKind::FatTree;
+  s.nodes = 16;
+  s.gpus_per_node = 1;
+  s.leaf_downlinks = 4;
+  s.oversubscription = 4;
+  s.fabric_bandwidth = units::Gbps(3200);
+  return s;
+}
+
 /// Ranks 0..n-1.
 inline std::vector<int> first_ranks(int n)
 {

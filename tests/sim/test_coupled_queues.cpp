@@ -24,19 +24,7 @@ using workloads::Op;
 using workloads::RankGraphBuilder;
 using workloads::Workload;
 
-/// 16 single-GPU nodes, four per leaf, one 3.2 Tb/s uplink per leaf to one spine: every cross-leaf pair has one path
-/// and the fabric carries eight NICs at once, so an incast congests only the receiver's port.
-topo::ClusterSpec one_spine()
-{
-  topo::ClusterSpec s;
-  s.kind = topo::ClusterKind::FatTree;
-  s.nodes = 16;
-  s.gpus_per_node = 1;
-  s.leaf_downlinks = 4;
-  s.oversubscription = 4;
-  s.fabric_bandwidth = units::Gbps(3200);
-  return s;
-}
+using test::one_spine;
 
 /// Every GPU of `senders` sends `bytes` to GPU `to` at time 0 (one communicator of all GPUs).
 Workload incast(int gpus, const std::vector<int>& senders, int to, double bytes)

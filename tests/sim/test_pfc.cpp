@@ -4,6 +4,7 @@
 
 #include "railyard/models/cc/pfc.hpp"
 #include "railyard/sim/simulation.hpp"
+#include "replay_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,21 +15,7 @@ using namespace railyard;
 
 namespace {
 
-// 4 leaves of 4 single-GPU nodes under ONE spine (4:1 port oversubscription leaves one uplink per leaf): every
-// cross-leaf path is fixed, so who shares which egress port is known without hashing. NICs run at 400 Gb/s; the
-// switch-to-switch links at 3.2 Tb/s carry eight NICs at once, so an incast of eight congests only the receiver's
-// port and every pause upstream of it comes from PFC.
-topo::ClusterSpec one_spine()
-{
-  topo::ClusterSpec s;
-  s.kind = topo::ClusterKind::FatTree;
-  s.nodes = 16;
-  s.gpus_per_node = 1;
-  s.leaf_downlinks = 4;
-  s.oversubscription = 4;
-  s.fabric_bandwidth = units::Gbps(3200);
-  return s;
-}
+using test::one_spine;
 
 struct Send {
   int src, dst;
@@ -78,8 +65,7 @@ Outcome run(const std::vector<Send>& sends, sim::FluidConfig fluid, bool keep_st
                                 which.push_back(i);
                               }
                             for (std::size_t i = 0; i < sends.size(); ++i)
-                              if (sends[i].src == g)
-                                net.isend(g, sends[i].dst, i, Bytes(sends[i].bytes));
+                              if (sends[i].src == g) net.isend(g, sends[i].dst, i, Bytes(sends[i].bytes));
                             while (!reqs.empty()) {
                               const auto k = net.wait_any(reqs);
                               arrival[which[k]] = net.now().seconds();
@@ -152,8 +138,7 @@ std::vector<Send> incast(double bytes)
 topo::LinkId link_between(const topo::Topology& t, const std::string& from, const std::string& to)
 {
   for (topo::LinkId l = 0; l < t.num_links(); ++l)
-    if (t.link_name(l) == from + "->" + to)
-      return l;
+    if (t.link_name(l) == from + "->" + to) return l;
   throw std::runtime_error("no link " + from + "->" + to);
 }
 
@@ -180,9 +165,9 @@ TEST(Pfc, IncastPausesPropagateUpstreamAndNothingIsLost)
 
   const double xoff = models::cc::pfc_defaults(Bytes(4096)).xoff.bytes();
   for (topo::LinkId l = 0; l < t.num_links(); ++l) {
-    const double headroom = models::cc::required_headroom(t.link(l).bandwidth, t.link(l).latency,
-                                                          pfc_only().pfc.response_time, Bytes(4096))
-                                .bytes();
+    const double headroom =
+        models::cc::required_headroom(t.link(l).bandwidth, t.link(l).latency, pfc_only().pfc.response_time, Bytes(4096))
+            .bytes();
     EXPECT_LE(o.stats.links[l].max_ingress, xoff + headroom) << t.link_name(l);
   }
   const double last = *std::max_element(o.arrival.begin(), o.arrival.end());
@@ -246,8 +231,7 @@ PortActivity port_activity(const Outcome& o, std::uint32_t link, double capacity
 {
   std::vector<sim::QueueStep> steps;
   for (const auto& st : o.steps)
-    if (st.link == link)
-      steps.push_back(st);
+    if (st.link == link) steps.push_back(st);
   std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.t0 < b.t0; });
   PortActivity a;
   std::size_t first = steps.size(), last = 0;
@@ -257,8 +241,7 @@ PortActivity port_activity(const Outcome& o, std::uint32_t link, double capacity
       last = i;
       a.sent += steps[i].sent;
     }
-  if (first == steps.size())
-    return a;
+  if (first == steps.size()) return a;
   a.first = steps[first].t0;
   a.last = steps[last].t1;
   // Inner steps only: the first and last may be partly before the first byte or after the last.
@@ -272,8 +255,7 @@ int resumes(const Outcome& o, std::uint32_t link)
 {
   std::vector<sim::QueueStep> steps;
   for (const auto& st : o.steps)
-    if (st.link == link)
-      steps.push_back(st);
+    if (st.link == link) steps.push_back(st);
   std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.t0 < b.t0; });
   int n = 0;
   for (std::size_t i = 1; i < steps.size(); ++i)
@@ -356,7 +338,10 @@ TEST(Pfc, EgressQueueIsFirstInFirstOut)
 
 // ---- bad input ----
 
-YamlNode yaml(const std::string& text) { return YamlNode::load_string(text, "pfc.yaml"); }
+YamlNode yaml(const std::string& text)
+{
+  return YamlNode::load_string(text, "pfc.yaml");
+}
 
 TEST(PfcInput, ThresholdBelowOneMtuIsRefusedNamingIt)
 {
@@ -370,8 +355,7 @@ TEST(PfcInput, ThresholdBelowOneMtuIsRefusedNamingIt)
     EXPECT_NE(e.rule().find("below one MTU"), std::string::npos) << e.what();
     EXPECT_FALSE(e.fix().empty());
   }
-  EXPECT_THROW(models::cc::parse_pfc(yaml("pfc:\n  xoff: 64 KiB\n  xon: 1000\n").at("pfc"), Bytes(4096)),
-               InputError);
+  EXPECT_THROW(models::cc::parse_pfc(yaml("pfc:\n  xoff: 64 KiB\n  xon: 1000\n").at("pfc"), Bytes(4096)), InputError);
   EXPECT_THROW(models::cc::parse_pfc(yaml("pfc:\n  headroom: 100\n").at("pfc"), Bytes(4096)), InputError);
 }
 
@@ -389,9 +373,8 @@ TEST(PfcInput, XonAboveXoffIsRefused)
 // The headroom a port needs: rate x (2 x latency + response) + 2 MTU; 400 Gb/s, 1 us, 0: 50e9 x 2e-6 + 8192.
 TEST(PfcInput, RequiredHeadroomFormula)
 {
-  EXPECT_DOUBLE_EQ(
-      models::cc::required_headroom(units::Gbps(400), units::us(1), Seconds(0), Bytes(4096)).bytes(),
-      50e9 * 2e-6 + 2 * 4096);
+  EXPECT_DOUBLE_EQ(models::cc::required_headroom(units::Gbps(400), units::us(1), Seconds(0), Bytes(4096)).bytes(),
+                   50e9 * 2e-6 + 2 * 4096);
 }
 
 } // namespace
