@@ -9,9 +9,9 @@
 // changes.
 //
 // With DCQCN or PFC on (FluidConfig::queues()), switch egress ports become fluid queues (coupled_queues.cpp): each
-// edge QP of a flow is a lane with its own path and reaction point, the flow runs at the minimum of its max-min share
-// over the host links and its lanes' DCQCN rates, and the ports integrate queues, ECN marks and PFC pauses only while
-// one of them is overloaded or holds bytes.
+// edge QP of a flow is a lane with its own path and reaction point, the flow runs at its max-min share over the host
+// links unless a lane's DCQCN rate holds it back, and queues, ECN marks and PFC pauses are integrated only for the
+// lanes that cross a port offered more than its capacity, holding bytes or paused.
 #pragma once
 
 #include "railyard/common/slot_pool.hpp"
@@ -74,8 +74,8 @@ public:
   bool end(std::uint32_t flow, std::uint32_t version, double t, std::uint64_t& owner, double& at);
   /// Whether the queue model runs (DCQCN or PFC on).
   [[nodiscard]] bool queues() const { return queues_; }
-  /// The queue model: the next date it must be advanced to (a step's end, a CNP or a PAUSE taking effect, a DCQCN
-  /// timer); infinity when nothing changes until flows come or go.
+  /// The queue model: the next date it must be advanced to (a step's end, a CNP or a PAUSE taking effect, a lane's own
+  /// date); infinity when nothing changes until flows come or go.
   [[nodiscard]] double next_time();
   /// The queue model: integrates queues and processes its events up to `t` (re-solving rates at the dates before `t`
   /// where they change, posting ends through `post`; changes at `t` itself wait for the caller's solve(), after
@@ -137,7 +137,8 @@ private:
     double ingress = 0, ingress_prev = 0, excess = 0;
     double max_queue = 0, marks = 0, max_ingress = 0;
     int stage = 0;
-    bool queued = false, overloaded = false, busy = false, watched = false;
+    bool queued = false, overloaded = false, watched = false;
+    bool busy = false;                     ///< step()'s scratch while it lists the ports of the stepped lanes
     bool hot = false, heat_listed = false; ///< hot: offered more than its capacity, holding bytes or paused
     bool paused = false, pause_pending = false, resume_pending = false;
     std::uint64_t pause_events = 0;
@@ -204,6 +205,10 @@ private:
   void add_lanes(std::uint32_t f, double t, std::span<const LaneSpec> lanes);
   void remove_lanes(std::uint32_t f);
   [[nodiscard]] double injected_ref(const FlowRec& fr, double t) const;
+  /// Bytes of the lane its flow injected by `t` and it has not sent yet (what its window holds).
+  [[nodiscard]] double lane_lag(const LaneRec& lr, double t) const;
+  /// Bytes per second its flow injects into it now.
+  [[nodiscard]] double lane_share(const LaneRec& lr) const;
   void refresh_cap(std::uint32_t f);
   void set_offered(std::uint32_t port, double delta);
   /// Whether the model steps: some lane is integrated in steps, or a PFC counter or pause is still to be watched.

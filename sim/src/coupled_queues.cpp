@@ -13,12 +13,13 @@
 // in the switch's egress queues: above XOFF it pauses that link (a switch port stops serving; a host link stops every
 // flow with a lane behind it), below XON it resumes it, each a cable latency (plus the response time) after crossing.
 //
-// Adaptive steps (FluidConfig::adaptive_steps): a port offered no more than its capacity with an empty queue passes
-// everything through at once, so while no port is overloaded or holds bytes (and no PFC counter is non-zero) nothing
-// is integrated: the lanes catch up in one step at the next date something can change (a DCQCN timer or byte-counter
-// event of a lane below line rate, a CNP, a flow's change of rate). While a port is congested the model steps every
-// time_step, as the per-transfer network does; `adaptive_steps: false` steps so always, the reference.
+// Adaptive steps (FluidConfig::adaptive_steps), port by port: a port offered no more than its capacity (its lanes'
+// send rates summed) with an empty queue passes everything through at once. A port is hot when it is offered more,
+// holds bytes or is paused; the lanes crossing a hot port are stepped every time_step, every other lane keeps its own
+// date (a DCQCN timer or byte-counter event below line rate, its window filling or emptying, its last byte sent) and
+// catches up in one go there. `adaptive_steps: false` steps every lane, the reference.
 #include "coupled_network.hpp"
+#include "ecn_draws.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -29,13 +30,6 @@ namespace railyard::sim::coupled {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-double next_exponential(std::uint64_t& state)
-{
-  state += 0x9e3779b97f4a7c15ULL;
-  const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-  return -std::log1p(-u);
-}
 
 } // namespace
 
@@ -83,6 +77,17 @@ double Network::injected_ref(const FlowRec& fr, double t) const
   if (fr.draining) return fr.ref;
   if (fr.fresh || fr.rate <= 0) return fr.ref - fr.remaining;
   return std::min(fr.ref, fr.ref - fr.remaining + fr.rate * (t - fr.last_t));
+}
+
+double Network::lane_lag(const LaneRec& lr, double t) const
+{
+  return std::min(lr.total, lr.w * injected_ref(flows_[lr.flow], t)) - lr.injected;
+}
+
+double Network::lane_share(const LaneRec& lr) const
+{
+  const FlowRec& fr = flows_[lr.flow];
+  return fr.fresh || fr.draining ? 0.0 : lr.w * fr.rate;
 }
 
 void Network::add_lanes(std::uint32_t f, double t, std::span<const LaneSpec> specs)
@@ -169,13 +174,13 @@ void Network::remove_lanes(std::uint32_t f)
     update_offer(ln); // its ports' offered load no longer counts it
     for (int k = 0; k < lr.nq; ++k) {
       list_heat(lr.port[k]);
-      if (q_[lr.port[k]].lanes.size() == 1) set_offered(lr.port[k], -q_[lr.port[k]].in_rate); // no rounding left
       auto& list = q_[lr.port[k]].lanes;
       const std::uint32_t p = lr.pos[k];
       const auto moved = list.back();
       list[p] = moved;
       list.pop_back();
       if (p < list.size()) lanes_[moved.first].pos[moved.second] = p;
+      if (list.empty()) set_offered(lr.port[k], 0.0); // an idle port offers nothing, rounding residue included
     }
     auto& hl = q_[lr.ingress[0]].host_lanes;
     const auto moved = hl.back();
@@ -272,7 +277,7 @@ void Network::process_heat(double t)
 
 double Network::lane_send(const LaneRec& lr, double t1, double dt) const
 {
-  const double avail = std::min(lr.total, lr.w * injected_ref(flows_[lr.flow], t1)) - lr.injected;
+  const double avail = lane_lag(lr, t1);
   if (!(avail > 0) || q_[lr.ingress[0]].paused) return 0.0; // PFC paused its sender's link: nothing leaves
   if (cfg_.cc != CongestionControl::Dcqcn) return avail;
   return std::min(avail, lr.rp.rate().bytes_per_sec() * lr.qps * dt);
@@ -289,8 +294,8 @@ void Network::lane_after_send(std::uint32_t ln, double t1, double sent)
   bool changed = lr.rp.advance(cfg_.dcqcn, Seconds(t1), Bytes(sent / lr.qps));
   // Full: the sender holds its whole window back and its share of the flow still comes faster than DCQCN lets it
   // send, so the flow (every edge of the ring) slows to this lane's rate.
-  const double lag = std::min(lr.total, lr.w * injected_ref(fr, t1)) - lr.injected;
-  const double in = fr.fresh || fr.draining ? 0.0 : lr.w * fr.rate;
+  const double lag = lane_lag(lr, t1);
+  const double in = lane_share(lr);
   const bool full =
       !fr.draining && lag >= lr.window * (1 - 1e-9) && in >= lr.rp.rate().bytes_per_sec() * lr.qps * (1 - 1e-12);
   if (full != lr.full) {
@@ -321,8 +326,8 @@ void Network::schedule_lane(std::uint32_t ln)
   const FlowRec& fr = flows_[lr.flow];
   const auto& dc = cfg_.dcqcn;
   const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
-  const double in = fr.fresh || fr.draining ? 0.0 : lr.w * fr.rate;
-  const double lag = std::min(lr.total, lr.w * injected_ref(fr, lr.t)) - lr.injected;
+  const double in = lane_share(lr);
+  const double lag = lane_lag(lr, lr.t);
   const double send = lag > 0 ? rp : std::min(rp, in);
   double next = kInf;
   if (lr.injected >= lr.total) return; // nothing left to send
@@ -406,12 +411,11 @@ void Network::end_rate_change(std::uint32_t f)
 
 double Network::send_rate(const LaneRec& lr) const
 {
-  const FlowRec& fr = flows_[lr.flow];
   if (!lr.active || lr.injected >= lr.total || q_[lr.ingress[0]].paused) return 0.0;
-  const double in = fr.fresh || fr.draining ? 0.0 : lr.w * fr.rate;
+  const double in = lane_share(lr);
   if (cfg_.cc != CongestionControl::Dcqcn) return in;
   const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
-  const double lag = std::min(lr.total, lr.w * injected_ref(fr, lr.t)) - lr.injected;
+  const double lag = lane_lag(lr, lr.t);
   return lag > 1e-9 * lr.total ? rp : std::min(rp, in);
 }
 
@@ -491,7 +495,7 @@ void Network::step(double t0, double t1, const PostEnd& post)
   const double mtu = cfg_.mtu.bytes();
 
   // Injection: each stepped lane sends what its flow injected for it, at most at its DCQCN rate, into its first queue.
-  // (A copy of the list: a lane's sends can change offers, never the list, but the loop must not depend on it.)
+  // (A lane's sends can change offers and list ports for process_heat(), never stepped_ itself.)
   for (const std::uint32_t ln : stepped_) {
     LaneRec& lr = lanes_[ln];
     const double sent = lane_send(lr, t1, t1 - std::max(t0, lr.t)); // a lane stepped since t0 sends from then
@@ -537,7 +541,7 @@ void Network::step(double t0, double t1, const PostEnd& post)
     // exactly its capacity, not a queue).
     const double ratio = held > service * (1 + 1e-12) ? service / held : 1.0;
     const double p = dcqcn ? models::cc::marking_probability(dc, Bytes(q.queue)) : 0.0;
-    const double hazard = p <= 0 ? 0.0 : (p >= 1 ? kInf : -std::log1p(-p));
+    const double hazard = mark_hazard(p);
     double sent = 0;
     for (const auto& [ln, k] : q.lanes) {
       LaneRec& lr = lanes_[ln];

@@ -12,6 +12,7 @@
 // still wait in its egress queues; above XOFF it pauses the upstream egress after the cable latency plus response
 // time, below XON it resumes it. Links between and after the queues (the receiver's NIC and PCIe) are not part of
 // max-min: they carry what leaves the queue before them, and are sampled so.
+#include "ecn_draws.hpp"
 #include "fluid_network_impl.hpp"
 
 #include <algorithm>
@@ -20,13 +21,6 @@
 namespace railyard::sim::fluid {
 
 namespace {
-
-double next_exponential(std::uint64_t& state)
-{
-  state += 0x9e3779b97f4a7c15ULL;
-  const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-  return -std::log1p(-u);
-}
 
 int queue_index(const FabricFlow& f, std::uint32_t hop)
 {
@@ -188,7 +182,7 @@ void Net::queue_step(double t0, double t1)
     const double service = ls.capacity * dt;
     const double ratio = offered > service ? service / offered : 1.0;
     const double p = cfg_.cc == CongestionControl::Dcqcn ? models::cc::marking_probability(dc, Bytes(la.queue)) : 0.0;
-    const double hazard = p <= 0 ? 0.0 : (p >= 1 ? kInf : -std::log1p(-p));
+    const double hazard = mark_hazard(p);
     auto leave = [&](std::uint32_t fi, std::uint8_t k, double dep) {
       FabricFlow& q = fab_[fi];
       const Flow& fl = flows_[q.flow];

@@ -22,8 +22,6 @@ using workloads::OpId;
 namespace {
 
 constexpr std::uint64_t kMessageBit = std::uint64_t{1} << 63;
-/// NCCL_STEPS (NCCL src/include/device.h): the slots of a connection's FIFO, each one protocol step.
-constexpr double kNcclSteps = 8;
 
 bool independent_edges(models::CollectiveKind k)
 {
@@ -235,7 +233,7 @@ std::shared_ptr<const CoupledPlan> Engine::coupled_plan(const models::Schedule& 
     if (auto it = plans_.find(&s); it != plans_.end()) return it->second;
   const std::uint64_t salt = per_call ? ++salt_ : 0;
   const bool queues = cnet_->queues();
-  const double buffer = kNcclSteps * models::protocol_spec(s.protocol).step_wire.bytes();
+  const double buffer = models::protocol_spec(s.protocol).connection_buffer().bytes();
   auto plan = std::make_shared<CoupledPlan>();
   // A call with no step (zero bytes) does nothing and costs nothing, as NCCL returns at once for count 0 and the
   // collective runner posts nothing; otherwise the launch comes first.
@@ -554,7 +552,7 @@ void Engine::send_coupled(std::uint32_t id)
   take_loads(loads);
   std::vector<coupled::LaneSpec> lanes;
   if (cnet_->queues())
-    add_lanes(lanes, paths, 1.0, kNcclSteps * models::protocol_spec(models::Protocol::Simple).step_wire.bytes());
+    add_lanes(lanes, paths, 1.0, models::protocol_spec(models::Protocol::Simple).connection_buffer().bytes());
   msg_latency_[id] = latency;
   net_sync();
   cnet_->add(now_, loads, m.bytes, std::numeric_limits<double>::infinity(), kMessageBit | id, lanes);

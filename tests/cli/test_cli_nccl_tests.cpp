@@ -312,6 +312,33 @@ TEST(NcclTestsCli, CoupledCommunication)
   const CliResult at64 = run_cli("nccl-tests --scenario " + big.string() + " -g 64 -b 64M -e 64M");
   ASSERT_EQ(at64.exit_code, 0) << at64.output;
   EXPECT_NE(at64.out.find("communication flows"), std::string::npos) << at64.out;
+
+  // DCQCN and PFC on coupled flows. Eight DGX H100 nodes on a rail-optimized fabric: every ring edge has its NIC's
+  // rail links, no switch port is offered more than its capacity, so the times are the max-min times to the printed
+  // digit. On a 2:1 fat tree the uplinks queue, and the call takes at least as long as on the full-bisection fabric.
+  auto nodes8 = [&](const std::string& name, const std::string& fabric, const std::string& network) {
+    const fs::path file = dir / (name + ".yaml");
+    std::ofstream(file) << "name: " << name << "\ncluster:\n  kind: " << fabric
+                        << "\n  nodes: 8\n  gpus_per_node: 8\n  fabric: {leaf_downlinks: "
+                        << (fabric == "fat_tree" ? "16, oversubscription: 2" : "32") << "}\nnetwork: " << network
+                        << "\nnccl: {system: dgx_h100}\n";
+    const CliResult r =
+        run_cli("nccl-tests --scenario " + file.string() + " -b 1M -e 256M -f 16 --communication coupled");
+    EXPECT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+    EXPECT_NE(r.out.find("communication coupled"), std::string::npos) << r.out;
+    return times(r);
+  };
+  const std::string cc = "{backend: fluid, cc: dcqcn, pfc: {enabled: true}}";
+  const auto rail = nodes8("rail", "rail_optimized", "{backend: fluid}");
+  const auto rail_cc = nodes8("rail_cc", "rail_optimized", cc);
+  const auto fat_cc = nodes8("fat_cc", "fat_tree", cc);
+  ASSERT_EQ(rail.size(), 3u);
+  ASSERT_EQ(rail_cc.size(), rail.size());
+  ASSERT_EQ(fat_cc.size(), rail.size());
+  for (std::size_t i = 0; i < rail.size(); ++i) {
+    EXPECT_EQ(rail_cc[i], rail[i]) << "row " << i;
+    EXPECT_GE(fat_cc[i], rail_cc[i]) << "row " << i;
+  }
   fs::remove_all(dir);
 
   const CliResult bad = run_cli(base + " --communication fluid");

@@ -108,6 +108,9 @@ struct Schedule {
   [[nodiscard]] Bytes bytes_sent_by(int rank) const;
 };
 
+/// NCCL_STEPS (NCCL src/include/device.h): the slots of a connection's buffer, each one protocol step.
+inline constexpr int kNcclSteps = 8;
+
 /// What a protocol costs on the wire and how NCCL sizes its buffers (src/include/device.h, src/init.cc buffSizes).
 struct ProtocolSpec {
   Protocol protocol;
@@ -115,6 +118,8 @@ struct ProtocolSpec {
   Bytes step_wire;         ///< buffSize / NCCL_STEPS: bytes one NCCL step occupies in a connection's buffer
   Bytes step_payload;      ///< payload one ring all-reduce step of one channel moves at most (NCCL's chunk)
   const char* source;
+  /// buffSize: a connection's whole buffer, what its sender may have in flight ahead of the receiver.
+  [[nodiscard]] Bytes connection_buffer() const { return Bytes(kNcclSteps * step_wire.bytes()); }
 };
 const ProtocolSpec& protocol_spec(Protocol p);
 
