@@ -70,25 +70,13 @@ public:
     rate_.assign(nf, kInf);
     frozen_.assign(nf, 0);
     saturated_.assign(nl, kInf);
-    auto& heap = heap_;
-    heap.clear();
-    const auto push = [&heap](double level, std::uint32_t l, std::uint32_t stamp) {
-      heap.push_back({level, l, stamp});
-      std::push_heap(heap.begin(), heap.end(), std::greater<>{});
-    };
-    for (std::uint32_t l = 0; l < nl; ++l)
-      if (unfrozen_[l] > 0 && sumk_[l] > 0) heap.push_back({std::max(res_[l], 0.0) / sumk_[l], l, 0});
-    std::make_heap(heap.begin(), heap.end(), std::greater<>{});
-    // Flows with no link keep an infinite rate; the fill ends once every other flow is frozen (the heap's remaining
-    // links, hundreds for a ring channel, have nothing left to decide).
+    // Flows with no link keep an infinite rate; the fill ends once every other flow is frozen (the remaining links,
+    // hundreds for a ring channel, have nothing left to decide).
     std::size_t left = 0;
     for (std::uint32_t f = 0; f < nf; ++f)
       left += flow_off_[f + 1] > flow_off_[f] ? 1 : 0;
-    while (!heap.empty() && left > 0) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
-      const auto [level, l, stamp] = heap.back();
-      heap.pop_back();
-      if (stamp != stamp_[l] || unfrozen_[l] == 0) continue;
+    // Freezes the unfrozen flows of link `l`, saturated at `level`; touched(l2) for each other link whose share moved.
+    const auto saturate = [&](std::uint32_t l, double level, const auto& touched) {
       saturated_[l] = level;
       for (std::uint32_t j = link_off_[l]; j < link_off_[l + 1]; ++j) {
         const std::uint32_t f = link_flow_[j];
@@ -101,15 +89,50 @@ public:
           res_[l2] -= flow_k_[i] * level;
           sumk_[l2] -= flow_k_[i];
           --unfrozen_[l2];
-          if (l2 != l && unfrozen_[l2] > 0 && sumk_[l2] > 0)
-            push(std::max(res_[l2], 0.0) / sumk_[l2], l2, ++stamp_[l2]);
+          if (l2 != l && unfrozen_[l2] > 0 && sumk_[l2] > 0) touched(l2);
         }
       }
+    };
+    if (nf <= kScanFlows) {
+      // A few flows (a cap change under DCQCN, one ring and its neighbours): a scan of the links per level is cheaper
+      // than the heap and takes the same links in the same order (lowest level, then lowest index).
+      while (left > 0) {
+        double best = kInf;
+        std::uint32_t at = ~0U;
+        for (std::uint32_t l = 0; l < nl; ++l) {
+          if (unfrozen_[l] == 0 || !(sumk_[l] > 0)) continue;
+          const double level = std::max(res_[l], 0.0) / sumk_[l];
+          if (at == ~0U || level < best) {
+            best = level;
+            at = l;
+          }
+        }
+        if (at == ~0U) break;
+        saturate(at, best, [](std::uint32_t) {});
+      }
+      return rate_;
+    }
+    auto& heap = heap_;
+    heap.clear();
+    const auto push = [&heap](double level, std::uint32_t l, std::uint32_t stamp) {
+      heap.push_back({level, l, stamp});
+      std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+    };
+    for (std::uint32_t l = 0; l < nl; ++l)
+      if (unfrozen_[l] > 0 && sumk_[l] > 0) heap.push_back({std::max(res_[l], 0.0) / sumk_[l], l, 0});
+    std::make_heap(heap.begin(), heap.end(), std::greater<>{});
+    while (!heap.empty() && left > 0) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+      const auto [level, l, stamp] = heap.back();
+      heap.pop_back();
+      if (stamp != stamp_[l] || unfrozen_[l] == 0) continue;
+      saturate(l, level, [&](std::uint32_t l2) { push(std::max(res_[l2], 0.0) / sumk_[l2], l2, ++stamp_[l2]); });
     }
     return rate_;
   }
 
 private:
+  static constexpr std::size_t kScanFlows = 8; ///< up to this many flows, run() scans the links instead of a heap
   std::vector<double> cap_, flow_k_, res_, sumk_, rate_, saturated_;
   std::vector<std::uint32_t> flow_off_, flow_link_, link_off_, link_flow_, fill_, unfrozen_, stamp_;
   std::vector<std::uint8_t> frozen_;
@@ -209,6 +232,7 @@ void Network::solve(double t, const PostEnd& post)
   // changed its rate (another flow there may have gained or lost its bottleneck) or an F flow was frozen there below
   // another flow's rate (that flow must yield): such links join R and the fill is redone. Flows on disjoint links are
   // never visited.
+  if (dirty_links_.empty() && solve_alone(t, post)) return;
   r_links_.clear();
   for (std::uint32_t l : dirty_links_) {
     links_[l].dirty = false;
@@ -237,32 +261,31 @@ void Network::solve(double t, const PostEnd& post)
         fr.mark = epoch_;
         comp_flows_.push_back(fi.first);
       }
-    for (std::uint32_t f : comp_flows_)
-      for (const Load& ld : flows_[f].loads)
-        if (links_[ld.link].mark != epoch_) {
-          links_[ld.link].mark = epoch_;
-          comp_links_.push_back(ld.link);
-        }
-    // Deterministic order whatever the order of the changes: links and flows by id.
-    std::sort(comp_links_.begin(), comp_links_.end());
-    std::sort(comp_flows_.begin(), comp_flows_.end());
-    // A link only one flow crosses is a cap on that flow (capacity / k), not a link of the fill; a capped flow gets
-    // a private link of its cap's capacity.
-    std::uint32_t shared = 0;
-    for (std::uint32_t l : comp_links_) {
-      LinkRec& L = links_[l];
-      L.local = L.flows.size() > 1 ? shared++ : kAlone;
-    }
+    // A link only one flow crosses is a cap on that flow (capacity / k), not a link of the fill (most of a ring's
+    // host links); a capped flow gets a private link of its cap's capacity. The fill's links are the shared ones.
     for (std::uint32_t f : comp_flows_) {
       FlowRec& fr = flows_[f];
       fr.solve_cap = fr.cap;
-      for (const Load& ld : fr.loads)
-        if (links_[ld.link].local == kAlone) fr.solve_cap = std::min(fr.solve_cap, links_[ld.link].capacity / ld.k);
+      for (const Load& ld : fr.loads) {
+        LinkRec& L = links_[ld.link];
+        if (L.flows.size() <= 1) {
+          L.local = kAlone;
+          fr.solve_cap = std::min(fr.solve_cap, L.capacity / ld.k);
+        } else if (L.mark != epoch_) {
+          L.mark = epoch_;
+          comp_links_.push_back(ld.link);
+        }
+      }
     }
+    // Deterministic order whatever the order of the changes: links and flows by id.
+    std::sort(comp_links_.begin(), comp_links_.end());
+    std::sort(comp_flows_.begin(), comp_flows_.end());
+    const auto shared = static_cast<std::uint32_t>(comp_links_.size());
+    for (std::uint32_t i = 0; i < shared; ++i)
+      links_[comp_links_[i]].local = i;
     fill.reset(shared);
     for (std::uint32_t l : comp_links_) {
       const LinkRec& L = links_[l];
-      if (L.local == kAlone) continue;
       double held = 0; // what flows outside F take from it
       for (const auto& [g, gi] : L.flows)
         if (flows_[g].mark != epoch_) held += flows_[g].loads[gi].k * flows_[g].rate;
@@ -281,7 +304,7 @@ void Network::solve(double t, const PostEnd& post)
     bool grown = false;
     for (std::uint32_t l : comp_links_) {
       LinkRec& L = links_[l];
-      if (L.in_r || L.local == kAlone) continue; // a link of one flow has no other flow to tell
+      if (L.in_r) continue;
       bool others = false, changed = false, above = false;
       const double level = fill.saturated_at(L.local);
       for (const auto& [f, fi] : L.flows) {
@@ -315,6 +338,38 @@ void Network::solve(double t, const PostEnd& post)
     if (r > 0) post(f, fr.version, r == kInf || fr.remaining <= 0 ? t : t + fr.remaining / r);
   }
   if (queues_) process_heat(t);
+}
+
+bool Network::solve_alone(double t, const PostEnd& post)
+{
+  // Only flows changed (their caps), and each crosses no link another flow crosses: progressive filling would give
+  // each its cap or its tightest link's capacity / k, and no other flow's rate moves. (The common change under DCQCN:
+  // a lane's reaction point changing the cap of the ring it holds back.)
+  for (std::uint32_t f : dirty_flows_) {
+    const FlowRec& fr = flows_[f];
+    if (!fr.active || fr.draining) continue;
+    if (fr.fresh) return false;
+    for (const Load& ld : fr.loads)
+      if (links_[ld.link].flows.size() > 1) return false;
+  }
+  std::sort(dirty_flows_.begin(), dirty_flows_.end());
+  dirty_flows_.erase(std::unique(dirty_flows_.begin(), dirty_flows_.end()), dirty_flows_.end());
+  alone_.swap(dirty_flows_);
+  dirty_flows_.clear();
+  for (std::uint32_t f : alone_) {
+    FlowRec& fr = flows_[f];
+    if (!fr.active || fr.draining) continue;
+    double r = fr.cap;
+    for (const Load& ld : fr.loads)
+      r = std::min(r, links_[ld.link].capacity / ld.k);
+    if (r == fr.rate) continue;
+    set_rate(f, r, t);
+    ++fr.version;
+    if (r > 0) post(f, fr.version, r == kInf || fr.remaining <= 0 ? t : t + fr.remaining / r);
+  }
+  alone_.clear();
+  if (queues_) process_heat(t);
+  return true;
 }
 
 void Network::set_rate(std::uint32_t f, double r, double t)

@@ -170,6 +170,8 @@ private:
   void integrate(std::uint32_t link, double t);
   void close_bin(std::uint32_t link, double start, double len);
   void mark_dirty(std::uint32_t link);
+  /// solve()'s shortcut when only caps changed, of flows that share no link: false (nothing done) otherwise.
+  bool solve_alone(double t, const PostEnd& post);
   /// Sets a flow's rate at `t`: its bytes so far, its links' rates and its lanes' ports' offered rates follow.
   void set_rate(std::uint32_t f, double r, double t);
   /// Leaves the max-min links (its injection ended, or it ended).
@@ -226,7 +228,7 @@ private:
   std::vector<LinkRec> links_;
   SlotPool<FlowRec> flows_;
   std::vector<std::uint32_t> dirty_links_, dirty_flows_;
-  std::vector<std::uint32_t> comp_links_, comp_flows_, r_links_;
+  std::vector<std::uint32_t> comp_links_, comp_flows_, r_links_, alone_;
   std::uint32_t epoch_ = 0;
   std::uint64_t flows_started_ = 0;
   double first_start_ = -1, last_end_ = 0;
@@ -242,6 +244,8 @@ private:
   std::vector<std::uint32_t> watch_;    ///< ingress links with a nonzero counter or a pause state
   std::vector<std::uint32_t> draining_; ///< flows whose queues still hold bytes after their injection ended
   double queue_t_ = 0, step_ = 0;
+  /// A lane of a draining flow left the steps: its flow may be done, check_drains() looks at this date.
+  double drain_due_ = std::numeric_limits<double>::infinity();
   /// Pass mode: each lane's next date (date, lane, version), earliest first; stale versions are skipped.
   struct LaneDate {
     double t;

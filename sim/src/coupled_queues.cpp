@@ -243,6 +243,13 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
     stepped_[lr.spos] = moved;
     stepped_.pop_back();
     if (lr.spos < stepped_.size()) lanes_[moved].spos = lr.spos;
+    // It leaves the steps with every port on its path cold (no queue there): what it sent into them since the last
+    // step passes them now. A draining flow it belongs to may be done: the model looks at t.
+    for (int k = 0; k < lr.nq; ++k) {
+      lr.delivered += lr.arriving[k] + lr.backlog[k];
+      lr.arriving[k] = lr.backlog[k] = 0;
+    }
+    if (lr.active && flows_[lr.flow].draining) drain_due_ = std::min(drain_due_, t);
   }
   lr.stepped = on;
   for (int k = 0; k < lr.nq; ++k) {
@@ -350,7 +357,7 @@ void Network::schedule_lane(std::uint32_t ln)
 double Network::next_time()
 {
   if (!queues_) return kInf;
-  double t = qevents_.next_date();
+  double t = std::min(qevents_.next_date(), drain_due_);
   if (stepping()) t = std::min(t, queue_t_ + step_);
   while (!lane_dates_.empty()) {
     const LaneDate& top = lane_dates_.front();
@@ -368,7 +375,10 @@ void Network::advance(double t, const PostEnd& post)
   while (true) {
     const double next = next_time();
     if (next > t) break;
-    if (stepping() && next > queue_t_) {
+    // A step ends on the grid or where a CNP or a PAUSE acts on the queues. A lane that keeps its own dates does not
+    // cut the step: what it sends passes ports that hold nothing, and a lane it makes stepped joins the step from that
+    // date (step() sends its bytes from lr.t); its flow's new rate is exact for the bytes the stepped lanes take.
+    if (stepping() && next > queue_t_ && (next >= queue_t_ + step_ || qevents_.next_date() <= next)) {
       step(queue_t_, next, post);
       queue_t_ = next;
     }
@@ -382,6 +392,7 @@ void Network::advance(double t, const PostEnd& post)
       sync_lane(d.lane, next);
       schedule_lane(d.lane);
     }
+    if (drain_due_ <= next) drain_due_ = kInf;
     check_drains(next, next, post);
     while (qevents_.next_date() <= next)
       qevents_.run_next([&](const QEvent& e) { queue_event(e, next); });

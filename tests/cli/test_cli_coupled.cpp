@@ -177,6 +177,38 @@ TEST(CliCoupled, DcqcnAndPfcOnCoupledSteps)
               1e-9 * f["wire_bytes_sent"].get<double>());
 }
 
+// An MoE step (Mixtral-8x7B-like, 4 layers, EP 8 all-to-alls across node pairs) on 1,024 GPUs with PFC alone, one
+// micro-batch: all-to-all lanes finish injecting while their ports turn cold, and leave the steps holding bytes they
+// sent in the step under way. Those bytes arrive (before the fix they stayed in the lane: its flow never drained and
+// the replay reported a deadlock at 45 ms). The step ends, bytes sent are bytes received, PFC paused and dropped
+// nothing.
+TEST(CliCoupled, LanesLeavingTheStepsDeliverWhatTheySent)
+{
+  const fs::path dir = temp_dir("coupled_moe_pfc");
+  const std::string yaml =
+      "name: moe_pfc\nseed: 1\ncluster:\n  kind: rail_optimized\n  nodes: 128\n  gpus_per_node: 8\n  node: "
+      "{nvlink_bandwidth: 370.8 GB/s, nvlink_latency: 0.5 us, pcie_bandwidth: 64 GB/s}\n  nic: {bandwidth: 400 Gb/s, "
+      "latency: 1 us}\n  fabric: {leaf_downlinks: 32, oversubscription: 1, link_bandwidth: 400 Gb/s, link_latency: "
+      "0.6 us}\nnetwork: {backend: fluid, ecmp: per_qp, cc: none, pfc: {enabled: true}}\nnccl: {system: "
+      "dgx_h100}\nprofile: " +
+      (fs::path(RAILYARD_SOURCE_DIR) / "calibration/profiles/dgx_h100_ib_ndr.yaml").string() +
+      "\nworkload:\n  generator: megatron\n  model: {layers: 4, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: "
+      "14336, gated_mlp: true, seq_length: 4096, vocab: 32000, experts: 8, top_k: 2}\n  parallel: {tp: 2, pp: 4, dp: "
+      "128, ep: 8, sequence_parallel: true, zero: 1}\n  training: {micro_batch: 1, global_batch: 128, recompute: "
+      "selective}\n  replay: {communication: coupled, trace_ranks: none}\n";
+  const auto j = run_ok(dir, "moe", yaml);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_GT(step_of(j), 0);
+  EXPECT_GT(j["breakdown_mean_over_ranks"]["exposed_communication_s"]["ep"].get<double>(), 0);
+  const auto& n = j["network"];
+  EXPECT_GT(n["pause_time_s"].get<double>(), 0); // the all-to-alls congest: PFC acts
+  EXPECT_EQ(n["overflow_bytes"].get<double>(), 0.0);
+  const auto& f = j["flows"];
+  EXPECT_GT(f["wire_bytes_sent"].get<double>(), 0);
+  EXPECT_NEAR(f["wire_bytes_sent"].get<double>(), f["wire_bytes_received"].get<double>(),
+              1e-9 * f["wire_bytes_sent"].get<double>());
+}
+
 // queue_steps names adaptive or fixed, and only where a queue is modelled.
 TEST(CliCoupled, BadQueueStepsAreRefused)
 {
