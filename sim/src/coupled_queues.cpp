@@ -169,8 +169,8 @@ void Network::remove_lanes(std::uint32_t f)
   FlowRec& fr = flows_[f];
   for (std::uint32_t ln : fr.lanes) {
     LaneRec& lr = lanes_[ln];
+    lr.active = false; // first: leaving the steps, it has nothing to deliver or schedule
     if (lr.stepped) set_stepped(ln, false, lr.t);
-    lr.active = false;
     update_offer(ln); // its ports' offered load no longer counts it
     for (int k = 0; k < lr.nq; ++k) {
       list_heat(lr.port[k]);
@@ -245,11 +245,12 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
     if (lr.spos < stepped_.size()) lanes_[moved].spos = lr.spos;
     // It leaves the steps with every port on its path cold (no queue there): what it sent into them since the last
     // step passes them now. A draining flow it belongs to may be done: the model looks at t.
-    for (int k = 0; k < lr.nq; ++k) {
-      lr.delivered += lr.arriving[k] + lr.backlog[k];
-      lr.arriving[k] = lr.backlog[k] = 0;
-    }
-    if (lr.active && flows_[lr.flow].draining) drain_due_ = std::min(drain_due_, t);
+    if (lr.active)
+      for (int k = 0; k < lr.nq; ++k) {
+        lr.delivered += lr.arriving[k] + lr.backlog[k];
+        lr.arriving[k] = lr.backlog[k] = 0;
+      }
+    if (lr.active && flows_[lr.flow].draining && !flows_[lr.flow].drained) drain_due_ = std::min(drain_due_, t);
   }
   lr.stepped = on;
   for (int k = 0; k < lr.nq; ++k) {
