@@ -12,8 +12,8 @@
 //   SimGrid backends (the latter ~2 min); --coupled adds the 1,024-GPU examples and the 8,192-GPU step (rail-optimized
 //   and 2:1 fat tree, per-QP ECMP) with communication: coupled, each also as a ratio to the same step analytical;
 //   --coupled-cc the llama3_70b_1024 example coupled with DCQCN and PFC on, on its rail-optimized fabric and on a 2:1
-//   fat tree, each as a ratio to the same step analytical (--with-8192 adds the 8,192-GPU step so, which takes many
-//   minutes).
+//   fat tree, and the MoE example moe_mixtral_1024_dcqcn, each as a ratio to the same step analytical (--with-8192
+//   adds the 8,192-GPU step so, which takes many minutes).
 #include "railyard/common/child_process.hpp"
 #include "railyard/scenario/run_workload.hpp"
 
@@ -176,6 +176,11 @@ int main(int argc, char** argv)
     rows.push_back({"llama3_70b_1024, 2:1 fat tree, analytical", [l] { return analytical_on(from_file(l), true); }});
     rows.push_back({"llama3_70b_1024, 2:1 fat tree, coupled + DCQCN + PFC",
                     [l] { return with_cc(from_file(l, sim::CommModel::Coupled), true); },
+                    static_cast<int>(rows.size()) - 1});
+    // The MoE example (EP all-to-alls as independent flows beside the coupled collectives), DCQCN and PFC on.
+    const std::string m = (kRoot / "examples/moe_mixtral_1024_dcqcn.yaml").string();
+    rows.push_back({"moe_mixtral_1024, analytical", [m] { return from_file(m, sim::CommModel::Analytical); }});
+    rows.push_back({"moe_mixtral_1024_dcqcn (coupled + DCQCN + PFC)", [m] { return from_file(m); },
                     static_cast<int>(rows.size()) - 1});
     if (with_8192) {
       rows.push_back({"Llama-405B-class 8,192, rail, coupled + DCQCN + PFC",
