@@ -138,7 +138,8 @@ private:
     double max_queue = 0, marks = 0, max_ingress = 0;
     int stage = 0;
     bool queued = false, overloaded = false, watched = false;
-    bool busy = false;                     ///< step()'s scratch while it lists the ports of the stepped lanes
+    bool busy = false;                     ///< listed in order_changes_
+    bool ordered = false;                  ///< in order_
     bool hot = false, heat_listed = false; ///< hot: offered more than its capacity, holding bytes or paused
     bool paused = false, pause_pending = false, resume_pending = false;
     std::uint64_t pause_events = 0;
@@ -239,10 +240,10 @@ private:
   SlotPool<LaneRec> lanes_;
   std::uint64_t lanes_started_ = 0, lanes_live_ = 0;
   EventCalendar<QEvent> qevents_;
-  std::vector<std::uint32_t> order_; ///< the ports stepped lanes cross, by (stage, id)
-  bool order_dirty_ = false;
-  std::vector<std::uint32_t> watch_;    ///< ingress links with a nonzero counter or a pause state
-  std::vector<std::uint32_t> draining_; ///< flows whose queues still hold bytes after their injection ended
+  std::vector<std::uint32_t> order_;         ///< the ports stepped lanes cross, by (stage, id)
+  std::vector<std::uint32_t> order_changes_; ///< ports whose stepped lanes went from none to some or back
+  std::vector<std::uint32_t> watch_;         ///< ingress links with a nonzero counter or a pause state
+  std::vector<std::uint32_t> draining_;      ///< flows whose queues still hold bytes after their injection ended
   double queue_t_ = 0, step_ = 0;
   /// A lane of a draining flow left the steps: its flow may be done, check_drains() looks at this date.
   double drain_due_ = std::numeric_limits<double>::infinity();

@@ -258,7 +258,10 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
     q.stepped += on ? 1 : static_cast<std::uint32_t>(-1);
     q.stepped_offer += on ? lr.offer : -lr.offer;
     if (q.stepped == 0) q.stepped_offer = 0;
-    if (q.stepped == (on ? 1U : 0U)) order_dirty_ = true; // it joins or leaves the stepped ports
+    if (q.stepped == (on ? 1U : 0U) && !q.busy) { // it joins or leaves the stepped ports: step() updates order_
+      q.busy = true;
+      order_changes_.push_back(lr.port[k]);
+    }
   }
   if (!on) schedule_lane(ln);
 }
@@ -517,22 +520,37 @@ void Network::step(double t0, double t1, const PostEnd& post)
     lr.t = t1;
     lane_after_send(ln, t1, sent);
   }
-  if (order_dirty_) {
-    // The ports stepped lanes cross, in up*/down* order (so a step's departures feed the next hop in the same step).
-    order_.clear();
-    for (const std::uint32_t ln : stepped_)
-      for (int k = 0; k < lanes_[ln].nq; ++k) {
-        QLink& q = q_[lanes_[ln].port[k]];
-        if (q.busy) continue;
-        q.busy = true;
-        order_.push_back(lanes_[ln].port[k]);
-      }
-    for (const std::uint32_t l : order_)
-      q_[l].busy = false;
-    std::sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+  if (!order_changes_.empty()) {
+    // The ports stepped lanes cross (q.stepped > 0), in up*/down* order (so a step's departures feed the next hop in
+    // the same step): by (stage, id). A few ports joining or leaving move in place; many, and the list is sorted anew.
+    const auto before = [&](std::uint32_t a, std::uint32_t b) {
       return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
-    });
-    order_dirty_ = false;
+    };
+    if (order_changes_.size() * 8 > order_.size()) {
+      for (const std::uint32_t l : order_changes_) {
+        QLink& q = q_[l];
+        q.busy = false;
+        if ((q.stepped > 0) != q.ordered) {
+          q.ordered = q.stepped > 0;
+          if (q.ordered) order_.push_back(l);
+        }
+      }
+      std::erase_if(order_, [&](std::uint32_t l) { return !q_[l].ordered; });
+      std::sort(order_.begin(), order_.end(), before);
+    } else {
+      for (const std::uint32_t l : order_changes_) {
+        QLink& q = q_[l];
+        q.busy = false;
+        if ((q.stepped > 0) == q.ordered) continue;
+        q.ordered = q.stepped > 0;
+        const auto at = std::lower_bound(order_.begin(), order_.end(), l, before);
+        if (q.ordered)
+          order_.insert(at, l);
+        else
+          order_.erase(at);
+      }
+    }
+    order_changes_.clear();
   }
   // Egress ports stepped lanes cross, upstream first. The lanes not stepped there pass first (the port is cold for
   // them: what they offer fits); the stepped lanes share what capacity is left, in proportion to what each holds.
