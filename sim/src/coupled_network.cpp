@@ -332,10 +332,7 @@ void Network::solve(double t, const PostEnd& post)
     FlowRec& fr = flows_[f];
     const double r = (*rates)[j];
     if (!fr.fresh && r == fr.rate) continue;
-    set_rate(f, r, t);
-    fr.fresh = false;
-    ++fr.version;
-    if (r > 0) post(f, fr.version, r == kInf || fr.remaining <= 0 ? t : t + fr.remaining / r);
+    apply_rate(f, r, t, post);
   }
   if (queues_) process_heat(t);
 }
@@ -362,14 +359,20 @@ bool Network::solve_alone(double t, const PostEnd& post)
     double r = fr.cap;
     for (const Load& ld : fr.loads)
       r = std::min(r, links_[ld.link].capacity / ld.k);
-    if (r == fr.rate) continue;
-    set_rate(f, r, t);
-    ++fr.version;
-    if (r > 0) post(f, fr.version, r == kInf || fr.remaining <= 0 ? t : t + fr.remaining / r);
+    if (r != fr.rate) apply_rate(f, r, t, post);
   }
   alone_.clear();
   if (queues_) process_heat(t);
   return true;
+}
+
+void Network::apply_rate(std::uint32_t f, double r, double t, const PostEnd& post)
+{
+  set_rate(f, r, t);
+  FlowRec& fr = flows_[f];
+  fr.fresh = false;
+  ++fr.version; // its earlier end is stale
+  if (r > 0) post(f, fr.version, r == kInf || fr.remaining <= 0 ? t : t + fr.remaining / r);
 }
 
 void Network::set_rate(std::uint32_t f, double r, double t)

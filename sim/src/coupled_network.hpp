@@ -138,7 +138,7 @@ private:
     double max_queue = 0, marks = 0, max_ingress = 0;
     int stage = 0;
     bool queued = false, overloaded = false, watched = false;
-    bool busy = false;                     ///< listed in order_changes_
+    bool order_listed = false;             ///< listed in order_changes_
     bool ordered = false;                  ///< in order_
     bool hot = false, heat_listed = false; ///< hot: offered more than its capacity, holding bytes or paused
     bool paused = false, pause_pending = false, resume_pending = false;
@@ -173,6 +173,8 @@ private:
   void mark_dirty(std::uint32_t link);
   /// solve()'s shortcut when only caps changed, of flows that share no link: false (nothing done) otherwise.
   bool solve_alone(double t, const PostEnd& post);
+  /// A solve's new rate for a flow at `t`: set_rate(), then its end posted anew (an earlier post is outdated).
+  void apply_rate(std::uint32_t f, double r, double t, const PostEnd& post);
   /// Sets a flow's rate at `t`: its bytes so far, its links' rates and its lanes' ports' offered rates follow.
   void set_rate(std::uint32_t f, double r, double t);
   /// Leaves the max-min links (its injection ended, or it ended).

@@ -245,12 +245,13 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
     if (lr.spos < stepped_.size()) lanes_[moved].spos = lr.spos;
     // It leaves the steps with every port on its path cold (no queue there): what it sent into them since the last
     // step passes them now. A draining flow it belongs to may be done: the model looks at t.
-    if (lr.active)
+    if (lr.active) {
       for (int k = 0; k < lr.nq; ++k) {
         lr.delivered += lr.arriving[k] + lr.backlog[k];
         lr.arriving[k] = lr.backlog[k] = 0;
       }
-    if (lr.active && flows_[lr.flow].draining && !flows_[lr.flow].drained) drain_due_ = std::min(drain_due_, t);
+      if (flows_[lr.flow].draining && !flows_[lr.flow].drained) drain_due_ = std::min(drain_due_, t);
+    }
   }
   lr.stepped = on;
   for (int k = 0; k < lr.nq; ++k) {
@@ -258,8 +259,8 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
     q.stepped += on ? 1 : static_cast<std::uint32_t>(-1);
     q.stepped_offer += on ? lr.offer : -lr.offer;
     if (q.stepped == 0) q.stepped_offer = 0;
-    if (q.stepped == (on ? 1U : 0U) && !q.busy) { // it joins or leaves the stepped ports: step() updates order_
-      q.busy = true;
+    if (q.stepped == (on ? 1U : 0U) && !q.order_listed) { // it joins or leaves the stepped ports: step() updates order_
+      q.order_listed = true;
       order_changes_.push_back(lr.port[k]);
     }
   }
@@ -529,7 +530,7 @@ void Network::step(double t0, double t1, const PostEnd& post)
     if (order_changes_.size() * 8 > order_.size()) {
       for (const std::uint32_t l : order_changes_) {
         QLink& q = q_[l];
-        q.busy = false;
+        q.order_listed = false;
         if ((q.stepped > 0) != q.ordered) {
           q.ordered = q.stepped > 0;
           if (q.ordered) order_.push_back(l);
@@ -540,7 +541,7 @@ void Network::step(double t0, double t1, const PostEnd& post)
     } else {
       for (const std::uint32_t l : order_changes_) {
         QLink& q = q_[l];
-        q.busy = false;
+        q.order_listed = false;
         if ((q.stepped > 0) == q.ordered) continue;
         q.ordered = q.stepped > 0;
         const auto at = std::lower_bound(order_.begin(), order_.end(), l, before);
