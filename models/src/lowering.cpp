@@ -120,7 +120,7 @@ std::size_t Pattern::memory_bytes() const
 
 std::size_t Schedule::memory_bytes() const
 {
-  std::size_t total = sizeof(Schedule) + gpus.capacity() * sizeof(int);
+  std::size_t total = sizeof(Schedule) + gpus.capacity() * sizeof(int) + depth.capacity();
   for (const auto& p : patterns)
     total += p.memory_bytes();
   for (const auto& ch : channels)
@@ -441,6 +441,35 @@ std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>& gpus, 
 
 } // namespace detail
 
+int connection_depth(CollectiveKind kind, Algorithm a, Protocol p)
+{
+  switch (kind) {
+  case CollectiveKind::AllToAll:
+  case CollectiveKind::SendRecv:
+    return 1;
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::AllGather:
+  case CollectiveKind::ReduceScatter:
+    if (a == Algorithm::Ring && p == Protocol::Simple) return kNcclSteps / 4; // ALLREDUCE_CHUNKSTEPS = NCCL_STEPS / 2
+    return kNcclSteps;
+  case CollectiveKind::Broadcast:
+  case CollectiveKind::Reduce:
+    return kNcclSteps; // BROADCAST_CHUNKSTEPS = REDUCE_CHUNKSTEPS = 1
+  }
+  return 1;
+}
+
+namespace {
+
+/// Lowers a collective (not a p2p group) and gives each channel its connection depth.
+Schedule with_depth(Schedule s)
+{
+  s.depth.assign(s.channels.size(), static_cast<std::uint8_t>(connection_depth(s.kind, s.algorithm, s.protocol)));
+  return s;
+}
+
+} // namespace
+
 Schedule lower(const LoweringInput& in)
 {
   const auto& call = in.call;
@@ -490,13 +519,13 @@ Schedule lower(const LoweringInput& in)
   case CollectiveKind::AllReduce:
     switch (a) {
     case Algorithm::Ring:
-      return detail::lower_ring(in);
+      return with_depth(detail::lower_ring(in));
     case Algorithm::Tree:
-      return detail::lower_tree(in);
+      return with_depth(detail::lower_tree(in));
     case Algorithm::Nvls:
-      return detail::lower_nvls(in);
+      return with_depth(detail::lower_nvls(in));
     case Algorithm::NvlsTree:
-      return detail::lower_nvls_tree(in);
+      return with_depth(detail::lower_nvls_tree(in));
     default:
       throw unsupported();
     }
@@ -504,18 +533,18 @@ Schedule lower(const LoweringInput& in)
   case CollectiveKind::ReduceScatter:
     switch (a) {
     case Algorithm::Ring:
-      return detail::lower_ring(in);
+      return with_depth(detail::lower_ring(in));
     case Algorithm::Nvls:
-      return detail::lower_nvls(in);
+      return with_depth(detail::lower_nvls(in));
     case Algorithm::Pat:
-      return detail::lower_pat(in);
+      return with_depth(detail::lower_pat(in));
     default:
       throw unsupported();
     }
   case CollectiveKind::Broadcast:
   case CollectiveKind::Reduce:
     if (a != Algorithm::Ring) throw unsupported();
-    return detail::lower_ring_chain(in);
+    return with_depth(detail::lower_ring_chain(in));
   }
   throw unsupported();
 }
@@ -553,6 +582,8 @@ Schedule merge_group(const std::vector<Schedule>& members, int gpus_per_node)
       q.mark_inter_node(out.gpus, gpus_per_node);
       out.patterns.push_back(std::move(q));
     }
+    for (std::size_t c = 0; c < m.channels.size(); ++c)
+      out.depth.push_back(static_cast<std::uint8_t>(m.depth_of(c)));
     for (const auto& ch : m.channels) {
       std::vector<Step> steps = ch;
       for (auto& st : steps)

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -22,8 +23,9 @@ public:
 };
 
 /// One rank's part of a schedule as a state machine, with the step timing lowering.hpp defines for `Step`: the
-/// receives of step s+1 are posted once those of step s have arrived; its sends go `overhead` after that arrival (the
-/// per-hop latency), never before the sends of step s. The owner feeds it the completions of what it posted
+/// receives of step s+d are posted once those of step s have arrived and its sends are posted (d the channel's depth:
+/// the steps NCCL's connection FIFO holds in flight); its sends go `overhead` after that arrival (the per-hop
+/// latency), never before the sends of step s. The owner feeds it the completions of what it posted
 /// (`on_complete(cookie)`); it is done when nothing it posted is pending (`pending() == 0`) — its sends may still be
 /// in flight.
 class RankSchedule {
@@ -32,13 +34,18 @@ public:
       : schedule_(schedule), rank_(rank), me_(schedule.gpus[rank]), tag_base_(tag_base), poster_(poster),
         channels_(schedule.channels.size())
   {
+    for (std::size_t c = 0; c < channels_.size(); ++c)
+      channels_[c].depth = static_cast<std::uint8_t>(std::clamp(schedule.depth_of(c), 1, kMaxDepth));
   }
 
   void start(double now)
   {
     for (int c = 0; c < static_cast<int>(channels_.size()); ++c) {
-      if (schedule_.channels[c].empty()) continue;
-      post_recvs(c, now);
+      Channel& ch = channels_[c];
+      const std::size_t steps = schedule_.channels[c].size();
+      if (steps == 0) continue;
+      while (ch.posted < std::min<std::size_t>(ch.depth, steps))
+        post_recvs(c, ch.posted++, now);
       sends_at(c, now + schedule_.launch.seconds(), now);
       advance(c, now);
     }
@@ -47,14 +54,15 @@ public:
   void on_complete(std::uint64_t cookie, double now)
   {
     --outstanding_;
-    const int c = static_cast<int>(cookie >> 2);
+    const int c = static_cast<int>(cookie >> 5);
     const auto kind = static_cast<Kind>(cookie & 3);
+    const auto slot = static_cast<std::size_t>((cookie >> 2) & 7);
     Channel& ch = channels_[c];
     if (kind == Kind::FinishTimer) return;
     if (kind == Kind::SendTimer) {
       post_sends(c);
-    } else if (--ch.pending == 0) {
-      ch.arrived = now;
+    } else if (--ch.pending[slot] == 0) {
+      ch.arrived[slot] = now;
     }
     advance(c, now);
   }
@@ -62,13 +70,19 @@ public:
   [[nodiscard]] int pending() const { return outstanding_; }
 
 private:
+  static constexpr int kMaxDepth = models::kNcclSteps;
+  static_assert(kMaxDepth <= 8, "a receive's slot takes 3 bits of its cookie");
   enum class Kind : std::uint8_t { Recv = 0, SendTimer = 1, FinishTimer = 2 };
   struct Channel {
-    std::size_t step = 0;
-    int pending = 0;   ///< receives of `step` still in flight
+    std::size_t step = 0;   ///< the step whose receives it waits for and whose sends it posts
+    std::size_t posted = 0; ///< steps whose receives are posted: step .. posted - 1, at most depth of them
+    std::uint8_t depth = 1;
     bool sent = false; ///< sends of `step` posted
-    bool has_recv = false;
-    double arrived = 0; ///< when the last receive of `step` arrived (or the step began, without receives)
+    // Per posted step, at slot step % depth: receives still in flight, whether it has any, when the last arrived
+    // (or when they were posted, without receives).
+    std::array<int, kMaxDepth> pending{};
+    std::array<bool, kMaxDepth> has_recv{};
+    std::array<double, kMaxDepth> arrived{};
     // This rank's part of the pattern of the last step when it is one receive and one unweighted send (a ring's
     // steps all share one pattern): read once instead of from the pattern's arrays at every step.
     std::uint32_t pattern = kNoPattern;
@@ -93,28 +107,33 @@ private:
     return ch;
   }
 
-  static std::uint64_t cookie(int c, Kind k) { return (static_cast<std::uint64_t>(c) << 2) | static_cast<std::uint64_t>(k); }
+  static std::uint64_t cookie(int c, Kind k, std::size_t slot = 0)
+  {
+    return (static_cast<std::uint64_t>(c) << 5) | (static_cast<std::uint64_t>(slot) << 2) |
+           static_cast<std::uint64_t>(k);
+  }
   [[nodiscard]] std::uint64_t tag_of(int c) const { return tag_base_ + static_cast<std::uint64_t>(c); }
 
-  void post_recvs(int c, double now)
+  /// Posts the receives of step s (connections match in FIFO order, so a receive posted early takes its step's send).
+  void post_recvs(int c, std::size_t s, double now)
   {
-    const models::Step& st = schedule_.channels[c][channels_[c].step];
+    const models::Step& st = schedule_.channels[c][s];
     Channel& ch = peers_of(c, st);
-    ch.pending = 0;
-    ch.sent = false;
+    const std::size_t slot = s % ch.depth;
+    ch.pending[slot] = 0;
     if (ch.one_to_one) {
-      poster_.recv(me_, ch.recv_gpu, tag_of(c), cookie(c, Kind::Recv));
+      poster_.recv(me_, ch.recv_gpu, tag_of(c), cookie(c, Kind::Recv, slot));
       ++outstanding_;
-      ++ch.pending;
+      ++ch.pending[slot];
     } else {
       for (int peer : schedule_.patterns[st.pattern].recvs(rank_)) {
-        poster_.recv(me_, schedule_.gpus[peer], tag_of(c), cookie(c, Kind::Recv));
+        poster_.recv(me_, schedule_.gpus[peer], tag_of(c), cookie(c, Kind::Recv, slot));
         ++outstanding_;
-        ++ch.pending;
+        ++ch.pending[slot];
       }
     }
-    ch.has_recv = ch.pending > 0;
-    ch.arrived = now;
+    ch.has_recv[slot] = ch.pending[slot] > 0;
+    ch.arrived[slot] = now;
   }
 
   void post_sends(int c)
@@ -134,6 +153,7 @@ private:
 
   void sends_at(int c, double at, double now)
   {
+    channels_[c].sent = false;
     if (at > now) {
       poster_.timer(Seconds(at), cookie(c, Kind::SendTimer));
       ++outstanding_;
@@ -153,9 +173,10 @@ private:
   {
     Channel& ch = channels_[c];
     const auto& steps = schedule_.channels[c];
-    while (ch.step < steps.size() && ch.pending == 0 && ch.sent) {
-      const double o = ch.has_recv ? overhead_of(c, steps[ch.step]) : 0.0;
-      const double next_sends = std::max(now, ch.arrived + o);
+    while (ch.step < steps.size() && ch.sent && ch.pending[ch.step % ch.depth] == 0) {
+      const std::size_t slot = ch.step % ch.depth;
+      const double o = ch.has_recv[slot] ? overhead_of(c, steps[ch.step]) : 0.0;
+      const double next_sends = std::max(now, ch.arrived[slot] + o);
       ++ch.step;
       if (ch.step == steps.size()) {
         // What arrived last still has to be reduced or copied before the rank is done.
@@ -165,7 +186,7 @@ private:
         }
         return;
       }
-      post_recvs(c, now);
+      if (ch.posted < steps.size()) post_recvs(c, ch.posted++, now); // into the slot the finished step freed
       sends_at(c, next_sends, now);
     }
   }

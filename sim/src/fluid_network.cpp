@@ -236,8 +236,31 @@ void Net::match(std::uint32_t m, std::uint32_t r)
   messages_[m].request = r;
   messages_[m].next = kNone;
   requests_[r].next = kNone;
+  // A transfer leaves once the one before it on its connection has left (its last byte injected, not arrived: the
+  // stream pipelines over the path latency).
+  Conn& c = conns_[messages_[m].conn];
+  if (c.streaming != kNone) {
+    if (c.wait_tail == kNone)
+      c.wait_head = m;
+    else
+      messages_[c.wait_tail].next = m;
+    c.wait_tail = m;
+    return;
+  }
+  c.streaming = m;
   pending_.push_back(m);
   arm(clock());
+}
+
+void Net::stream_next(std::uint32_t conn)
+{
+  Conn& c = conns_[conn];
+  c.streaming = c.wait_head;
+  if (c.wait_head == kNone) return;
+  c.wait_head = messages_[c.wait_head].next;
+  if (c.wait_head == kNone) c.wait_tail = kNone;
+  messages_[c.streaming].next = kNone;
+  pending_.push_back(c.streaming); // started in the same process_date() pass
 }
 
 std::uint32_t Net::timer_for(std::uint32_t owner, Seconds at, std::uint64_t cookie)
@@ -771,6 +794,7 @@ void Net::end_flow(std::uint32_t f, double t)
   flows_.release(f);
   if (--msg.pending == 0) {
     push(msg.arrival, EventKind::Arrival, fl.message, 0);
+    stream_next(msg.conn);
     send_ended(msg.sender);
   }
 }

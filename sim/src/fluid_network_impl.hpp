@@ -202,6 +202,9 @@ struct Request {
 /// Transfers and receives waiting for their match on one (src, dst, tag) connection, as FIFO lists.
 struct Conn {
   std::uint32_t send_head = kNone, send_tail = kNone, recv_head = kNone, recv_tail = kNone;
+  /// A connection is one stream (NCCL writes a connection's FIFO slots in order): the matched transfer injecting
+  /// now, and the matched ones waiting for it to leave, in order (Message::next).
+  std::uint32_t streaming = kNone, wait_head = kNone, wait_tail = kNone;
   int priority = 3;
   /// The paths of its QPs, when they are the same for every transfer (the pair has one path, or ECMP hashes per
   /// QP): qps_per_connection entries of routes_ from here, found at its first transfer.
@@ -337,6 +340,8 @@ private:
   void deliver(FlowClient& client, std::uint64_t cookie);
   /// One of `sender`'s transfers ended.
   void send_ended(std::uint32_t sender);
+  /// The transfer a connection was injecting has left its sender: the next one waiting on it starts.
+  void stream_next(std::uint32_t conn);
   /// A client callback delivered: wakes the actor in wait_clients() once no client has anything pending.
   void client_work_done();
   /// The connection's index in conns_, created on first use.

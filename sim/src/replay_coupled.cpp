@@ -111,8 +111,9 @@ std::shared_ptr<const CoupledShape> Engine::coupled_shape(const models::Schedule
 }
 
 // The critical path of channel c when every transfer moves at `rate` per unit of weight: the schedule run under the
-// collective runner's rules (lowering.hpp, Step: a rank's receives of step s+1 are posted once those of step s
-// arrived, its sends go the per-hop overhead after that arrival and never before its sends of step s, a transfer starts
+// collective runner's rules (lowering.hpp, Step: a rank's receives of step s+d are posted once those of step s
+// arrived and its sends of step s are posted, d the channel's depth, its sends go the per-hop overhead after that
+// arrival and never before its sends of step s, a transfer starts
 // once both sides posted and takes its path latency plus its bytes over the rate, a rank is done the overhead after its
 // last arrival). Returned split as latency (launch, path latencies, overheads) and bytes along that path, so the
 // channel's time at another rate r is latency + bytes / r. A ring's path is its every step (bytes per edge); a chain's
@@ -127,41 +128,53 @@ std::pair<double, double> Engine::critical_path(const models::Schedule& s, const
   const auto& ch = shape.channels[c];
   const T launch{s.launch.seconds(), s.launch.seconds(), 0};
   send_ready_.assign(n, launch);
-  post_recv_.assign(n, T{});
+  // Per rank, the dates its last d steps were done (receives arrived, sends posted), at slot step % d: the receives of
+  // step s were posted when step s - d was done (at the start for the first d).
+  const auto d = static_cast<std::size_t>(s.depth_of(c));
+  done_.assign(n * d, T{});
   arrive_.resize(n);
+  // Per edge, when its connection's last transfer has left (a connection is one stream: a transfer leaves once the one
+  // before it has).
+  edge_free_.assign(ch.edges.size(), T{});
   T end = launch;
   std::vector<std::int32_t>& slot = slot_;
   slot.assign(s.patterns.size(), -1);
   for (std::size_t i = 0; i < ch.patterns.size(); ++i)
     slot[ch.patterns[i].first] = static_cast<std::int32_t>(i);
-  for (const models::Step& st : s.channels[c]) {
+  const auto& steps = s.channels[c];
+  for (std::size_t j = 0; j < steps.size(); ++j) {
+    const models::Step& st = steps[j];
     const models::Pattern& p = s.patterns[st.pattern];
     const auto& pe = ch.patterns[slot[st.pattern]].second;
     const double wire = st.wire_bytes.bytes();
+    const std::size_t at = j % d; // done_[r * d + at]: when rank r posted this step's receives
     for (int r = 0; r < n; ++r)
-      if (!p.recvs(r).empty()) arrive_[r] = post_recv_[r];
+      if (!p.recvs(r).empty()) arrive_[r] = done_[r * d + at];
     std::size_t k = 0;
     for (int r = 0; r < n; ++r) {
       const auto peers = p.sends(r);
       for (std::size_t i = 0; i < peers.size(); ++i, ++k) {
-        T x = later(send_ready_[r], post_recv_[peers[i]]);
+        T x = later(send_ready_[r], done_[static_cast<std::size_t>(peers[i]) * d + at]);
         if (pe[k] != CoupledShape::kSelf) {
           const double bytes = wire * p.send_weight(r, i);
           const double lat = ch.edges[pe[k]].latency;
-          x = T{x.t + lat + bytes * u, x.a + lat, x.b + bytes};
+          T& free = edge_free_[pe[k]];
+          x = later(x, free);
+          free = T{x.t + bytes * u, x.a, x.b + bytes};
+          x = T{free.t + lat, free.a + lat, free.b};
         }
         arrive_[peers[i]] = later(arrive_[peers[i]], x);
       }
     }
     for (int r = 0; r < n; ++r) {
       if (p.recvs(r).empty()) {
-        post_recv_[r] = send_ready_[r];
+        done_[r * d + at] = send_ready_[r];
         continue;
       }
       const T now = later(arrive_[r], send_ready_[r]);
       const double o =
           st.overhead_inter && p.receives_inter_node(r) ? st.overhead_inter->seconds() : st.overhead.seconds();
-      post_recv_[r] = now;
+      done_[r * d + at] = now;
       send_ready_[r] = later(now, T{arrive_[r].t + o, arrive_[r].a + o, arrive_[r].b});
       end = later(end, send_ready_[r]);
     }

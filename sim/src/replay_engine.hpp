@@ -312,7 +312,7 @@ private:
   struct CpTime {
     double t = 0, a = 0, b = 0;
   };
-  std::vector<CpTime> send_ready_, post_recv_, arrive_;
+  std::vector<CpTime> send_ready_, done_, arrive_, edge_free_;
   std::vector<std::int32_t> slot_;
   std::unordered_map<std::uint64_t, std::vector<topo::Path>> spray_paths_;
   std::unordered_map<std::uint64_t, bool> single_path_;

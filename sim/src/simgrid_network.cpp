@@ -14,9 +14,6 @@ namespace sg = simgrid;
 EcmpZone::EcmpZone(const topo::Topology& topology, std::uint64_t seed, bool pxn)
     : NetZoneImpl("railyard"), topology_(topology), seed_(seed), pxn_(pxn)
 {
-  const auto& s = topology_.spec();
-  const double inter = 2 * (s.pcie_latency.seconds() + s.nic_latency.seconds());
-  base_latency_ = s.nvswitch && s.gpus_per_node > 1 ? std::min(2 * s.nvlink_latency.seconds(), inter) : inter;
 }
 
 void EcmpZone::build()
@@ -43,8 +40,6 @@ void EcmpZone::build()
 void EcmpZone::get_local_route(const sg::kernel::routing::NetPoint* src, const sg::kernel::routing::NetPoint* dst,
                                sg::kernel::routing::Route* into, double* latency)
 {
-  if (latency)
-    *latency += base_latency_;
   const int s = gpu_of_netpoint_.at(src);
   const int d = gpu_of_netpoint_.at(dst);
   const std::uint64_t k = flows_per_pair_[pair_key(s, d)]++;
@@ -53,7 +48,7 @@ void EcmpZone::get_local_route(const sg::kernel::routing::NetPoint* src, const s
 }
 
 SimGridNetwork::SimGridNetwork(const topo::Topology& topology, bool pxn, const EcmpZone& zone)
-    : topology_(topology), pxn_(pxn), base_latency_(zone.base_latency())
+    : topology_(topology), pxn_(pxn)
 {
   for (std::size_t g = 0; g < zone.hosts().size(); ++g)
     gpu_of_host_[zone.hosts()[g]] = static_cast<int>(g);
@@ -78,10 +73,8 @@ double SimGridNetwork::pair_latency(int src, int dst)
   auto it = latencies_.find(key);
   if (it != latencies_.end())
     return it->second;
-  const double lat = topology_.path_latency(topology_.route(src, dst, 0, 0, pxn_)).seconds() - base_latency_;
-  if (lat < -1e-15)
-    throw std::logic_error(fmt::format("path {}->{} is shorter than the base latency", src, dst));
-  latencies_.emplace(key, std::max(0.0, lat));
+  const double lat = topology_.path_latency(topology_.route(src, dst, 0, 0, pxn_)).seconds();
+  latencies_.emplace(key, lat);
   return lat;
 }
 
@@ -116,8 +109,26 @@ RequestId SimGridNetwork::irecv(int dst, int src, std::uint64_t tag)
   const RequestId id = allocate();
   Request& r = requests_[id];
   r.latency = pair_latency(src, dst);
-  r.comm = mailbox(src, dst, tag)->get_async<void>(&r.payload);
+  r.box = mailbox(src, dst, tag);
+  Stream& st = streams_[r.box];
+  if (st.busy)
+    st.waiting.push_back(id);
+  else
+    r.comm = r.box->get_async<void>(&r.payload);
+  st.busy = true;
   return id;
+}
+
+void SimGridNetwork::stream_next(sg::s4u::Mailbox* box)
+{
+  Stream& st = streams_[box];
+  if (st.waiting.empty()) {
+    st.busy = false;
+    return;
+  }
+  Request& r = requests_[st.waiting.front()];
+  st.waiting.pop_front();
+  r.comm = box->get_async<void>(&r.payload);
 }
 
 RequestId SimGridNetwork::timer(Seconds at)
@@ -166,7 +177,7 @@ std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
     comms.insert(comms.end(), my_sends.begin(), my_sends.end());
     if (comms.empty()) {
       if (best == ids.size())
-        throw std::logic_error("wait_any: nothing to wait for");
+        throw std::logic_error("wait_any: nothing to wait for (or only for receives queued behind one not waited on)");
       sg::s4u::this_actor::sleep_until(best_t);
       continue;
     }
@@ -178,6 +189,7 @@ std::size_t SimGridNetwork::wait_any(const std::vector<RequestId>& ids)
     if (d < receives) {
       Request& r = requests_[ids[comm_pos[d]]];
       r.arrival = sg::s4u::Engine::get_clock() + r.latency;
+      stream_next(r.box);
     } else {
       my_sends[d - receives] = my_sends.back();
       my_sends.pop_back();

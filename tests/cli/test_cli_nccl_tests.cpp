@@ -4,12 +4,15 @@
 #include "cli_support.hpp"
 #include "railyard/calibration/nccl_tests_log.hpp"
 #include "railyard/models/collective.hpp"
+#include "railyard/models/lowering.hpp"
+#include "railyard/topologies/topology.hpp"
 
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +20,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace railyard;
@@ -345,4 +350,107 @@ TEST(NcclTestsCli, CoupledCommunication)
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--communication"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("unknown communication 'fluid'"), std::string::npos) << bad.output;
+}
+
+namespace {
+
+// A rail-optimized cluster of `nodes` H100 nodes (the scenario file's numbers; the fluid backend).
+std::string rail_scenario(int nodes)
+{
+  return "name: ring_latency\nseed: 1\ncluster:\n  kind: rail_optimized\n  nodes: " + std::to_string(nodes) +
+         "\n  gpus_per_node: 8\n  node: {nvlink_bandwidth: 370.8 GB/s, nvlink_latency: 0.5 us, pcie_bandwidth: 64 "
+         "GB/s, "
+         "pcie_latency: 0.5 us}\n  nic: {bandwidth: 400 Gb/s, latency: 1 us}\n  fabric: {leaf_downlinks: 32, "
+         "oversubscription: 1, link_bandwidth: 400 Gb/s, link_latency: 0.6 us}\nnetwork: {backend: fluid}\n"
+         "nccl: {system: dgx_h100}\n";
+}
+
+} // namespace
+
+// A forced ring all_reduce of 1 MiB over many nodes is a chain of latencies: NCCL keeps NCCL_STEPS = 8 slots in flight
+// per connection (Ring/LL: one step each), so a rank forwards a step once it has it, and the last rank is done after
+// 2(n-1) consecutive hops of the ring, each its latency and its slice on the wire. A hop's latency is NCCL's hwLat
+// (0.6 us for an NVLink hop, 2.7 us for a network hop, Ring/LL, src/graph/tuning.cc), which holds the wire, or the
+// path's own latency where that is longer; NCCL's base latency 6.6 us comes once. 2(n-1) consecutive edges of an
+// n-rank ring are every edge twice but two (two NVLink edges of a node), so T = 6.6 us + 2 sum over the ring's edges
+// of (latency + slice / bandwidth) - 2 x one NVLink edge's, for the slowest of the call's channels. With one step of
+// buffering per connection every step waited for its slowest edge's latency (12.8 ms at 1,024 GPUs with the
+// llama3_70b_1024 example's cluster, 3.1 ms now). Per-step flows at 128 GPUs, coupled flows at 128 and 1,024 GPUs.
+TEST(NcclTestsCli, ManyNodeRingIsAChainOfHopLatencies)
+{
+  const fs::path dir = railyard::test::temp_dir("ring_latency");
+  for (const auto& [nodes, comm] :
+       std::vector<std::pair<int, std::string>>{{16, "flows"}, {16, "coupled"}, {128, "coupled"}}) {
+    const fs::path file = dir / ("ring_" + std::to_string(nodes) + ".yaml");
+    std::ofstream(file) << rail_scenario(nodes);
+    const CliResult r = run_cli("nccl-tests --scenario " + file.string() +
+                                " --op all_reduce -b 1M -e 1M --algo ring --proto LL --communication " + comm);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
+    ASSERT_EQ(log.rows.size(), 1u) << r.out;
+    // NCCL's channel count for the call (each channel a ring entering every node at another GPU, so another rail).
+    const std::size_t at = r.out.find("Ring/LL  ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const int channels = std::stoi(r.out.substr(at + 9));
+    ASSERT_GE(channels, 1);
+
+    // The same cluster as a topology: the ring's edges and their paths (PXN: a rail between nodes).
+    topo::ClusterSpec spec;
+    spec.kind = topo::ClusterKind::RailOptimized;
+    spec.nodes = nodes;
+    spec.gpus_per_node = 8;
+    spec.nvlink_bandwidth = units::GBps(370.8);
+    spec.nvlink_latency = units::us(0.5);
+    spec.pcie_bandwidth = units::GBps(64);
+    spec.pcie_latency = units::us(0.5);
+    spec.nic_bandwidth = units::Gbps(400);
+    spec.nic_latency = units::us(1);
+    spec.leaf_downlinks = 32;
+    spec.fabric_bandwidth = units::Gbps(400);
+    spec.fabric_latency = units::us(0.6);
+    const topo::Topology t = topo::build_topology(spec);
+    const int n = 8 * nodes;
+    std::vector<int> gpus(static_cast<std::size_t>(n));
+    for (int g = 0; g < n; ++g)
+      gpus[static_cast<std::size_t>(g)] = g;
+    const double wire = 2.0 * 1048576.0 / (n * channels); // LL: 8 data bytes per 16 on the wire
+    // Per channel: the chain's latency, its bytes at each hop's own bandwidth, and at the ring's slowest link's.
+    double flows_low = 0, flows_high = 0, coupled = 0;
+    for (int c = 0; c < channels; ++c) {
+      // The channels' rings leave a node on different rails and share no network link.
+      const std::vector<int> order = models::ring_order(gpus, 8, c);
+      double latency = 0, own = 0, nvlink_own = 0, slowest_bw = 1e300, nvlink_latency = 0;
+      for (int i = 0; i < n; ++i) {
+        const int a = order[static_cast<std::size_t>(i)], b = order[static_cast<std::size_t>((i + 1) % n)];
+        const topo::Path p = t.route(a, b, 0, 1, true);
+        const bool inter = a / 8 != b / 8;
+        // NCCL's hwLat is a hop's whole latency; where the path's own latency is longer, that is what the hop takes.
+        const double lat = std::max(t.path_latency(p).seconds(), inter ? 2.7e-6 : 0.6e-6);
+        const double bw = t.path_bandwidth(p).bytes_per_sec();
+        latency += 2 * lat;
+        own += 2 * wire / bw;
+        slowest_bw = std::min(slowest_bw, bw);
+        if (!inter) {
+          nvlink_latency = lat;
+          nvlink_own += 2 * wire / bw;
+        }
+      }
+      latency -= 2 * nvlink_latency; // the two edges the chain leaves out
+      own -= 2 * wire / t.path_bandwidth(t.route(0, 1, 0, 1, true)).bytes_per_sec();
+      flows_low = std::max(flows_low, latency + own);
+      // At most every channel's slice on a GPU's NVLink port at once.
+      flows_high = std::max(flows_high, latency + own + (channels - 1) * nvlink_own);
+      // Coupled: a channel is one flow, every hop at its rate (the ring's slowest link: a NIC).
+      coupled = std::max(coupled, latency + 2.0 * (n - 1) * wire / slowest_bw);
+    }
+    const double base = 6.6e-6;
+    const double got = log.rows[0].out_of_place->time_us * 1e-6;
+    const double printed = 0.05e-6; // nccl-tests prints at most one decimal here
+    if (comm == "flows") {
+      EXPECT_GE(got, base + flows_low - printed) << nodes << " nodes";
+      EXPECT_LE(got, base + flows_high + printed) << nodes << " nodes";
+    } else {
+      EXPECT_NEAR(got, base + coupled, 0.5e-6 + 1e-4 * (base + coupled)) << nodes << " nodes, coupled";
+    }
+  }
 }

@@ -129,9 +129,13 @@ TEST(StepCosts, LaunchAndPerHopLatencyAddToEveryRingStep)
   EXPECT_NEAR(simulate_one(one_node(n, B, hop), in), expected, 0.01 * expected);
 }
 
-// Tree on two GPUs: the leaf streams its K chunks up while the root streams the sums down on the other link. With
-// one step of buffering a chunk's transfer starts when the previous one has arrived, so chunk k reaches the root at
-// (k+1)(c/B + a), goes straight down, and the last arrives at (K+1)(c/B + a).
+// Tree on two GPUs: the leaf streams its K chunks up while the root streams the sums down on the other link. The
+// leaf's step k sends chunk k up and receives chunk k-1 down, and its step k+1 goes once step k is done; the
+// connection holds NCCL_STEPS = 8 chunks, so the receives are posted ahead and a connection streams its transfers
+// back to back. With x = c/B: chunks 0 and 1 go at once, reaching the root at U_0 = x + a and U_1 = 2x + a (behind
+// chunk 0); the root returns chunk k on arrival, D_k = U_k + x + a; the leaf sends chunk k+1 once chunk k-1 is back,
+// U_{k+1} = D_{k-1} + x + a = U_{k-1} + 2(x + a). For even K the last sum arrives at D_{K-1} = (K+1) x + K a (one hop
+// latency less than (K+1)(x + a), what one step of buffering per connection took).
 TEST(Tree, TwoGpusStreamUpAndDownAtOnce)
 {
   const double B = 100e9, hop = 0.5e-6, a = 2 * hop;
@@ -139,7 +143,7 @@ TEST(Tree, TwoGpusStreamUpAndDownAtOnce)
     const double chunk = p == Protocol::Simple ? 512 * kKiB : 32 * kKiB; // one NCCL step of payload
     const double wire = p == Protocol::Simple ? 1.0 : 2.0;
     const int K = 12;
-    const double expected = (K + 1) * (wire * chunk / B + a);
+    const double expected = (K + 1) * wire * chunk / B + K * a;
     const double got = simulate_one(one_node(2, B, hop),
                                     input(CollectiveKind::AllReduce, K * chunk, first(2), Algorithm::Tree, p, 1, 2));
     EXPECT_NEAR(got, expected, 0.01 * expected) << models::to_string(p);
@@ -158,7 +162,8 @@ TEST(Tree, TinyMessageCrossesTheTreeUpAndDown)
 }
 
 // A chain of n GPUs on one node: its middle GPUs send every chunk twice (up and down) over one port, so in steady
-// state a chunk leaves every c/(B/2) plus the hop latency a that one step of buffering leaves between chunks, and
+// state a chunk leaves every c/(B/2) plus the hop latency a the chain's step order leaves between chunks (a middle
+// rank forwards a chunk in the step after the one it arrived in; the connection FIFO's depth does not hide that), and
 // busbw = 2(n-1)/n x S / T approaches (n-1)/n x B x (2c/B) / (2c/B + a); the pipeline's fill and drain (2(n-1)
 // hops) cost at most 2n more chunks.
 TEST(Tree, ChainOnOneNodeHalvesThePortForUpAndDown)
@@ -215,13 +220,16 @@ TEST(Pat, AllGatherMovesDoublingBlocksOverTheNics)
   EXPECT_NEAR(got, expected, 0.01 * expected);
 }
 
-// Broadcast and reduce: a pipeline of K chunks over a chain of n-1 hops, each rank forwarding a chunk as it arrives,
-// one step of buffering per link: chunk k reaches position p at (k + p)(c/B + a), the last at (K + n - 2)(c/B + a).
+// Broadcast and reduce: a pipeline of K chunks over a chain of n-1 hops, each rank forwarding a chunk as it arrives.
+// A connection holds NCCL_STEPS = 8 chunks (BROADCAST_CHUNKSTEPS = 1) and streams them back to back, so the first
+// rank sends chunk k at k c/B and the hop latency is paid once per hop, not once per chunk: chunk k reaches position p
+// at (k + p) c/B + p a, the last at (K + n - 2) c/B + (n - 1) a. (One step of buffering per connection, before,
+// took (K + n - 2)(c/B + a).)
 TEST(RingChain, BroadcastAndReducePipelineChunksAlongTheRing)
 {
   const int n = 8, K = 20;
   const double B = 100e9, hop = 0.5e-6, a = 2 * hop, c = 512 * kKiB;
-  const double expected = (K + n - 2) * (c / B + a);
+  const double expected = (K + n - 2) * c / B + (n - 1) * a;
   for (auto kind : {CollectiveKind::Broadcast, CollectiveKind::Reduce}) {
     auto in = input(kind, K * c, first(n), Algorithm::Ring, Protocol::Simple, 1, n);
     in.call.root = 3;

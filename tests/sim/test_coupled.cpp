@@ -60,7 +60,8 @@ struct Case {
   Algorithm algo;
   Protocol proto;
   double bytes;
-  bool symmetric; ///< every transfer of a step moves at one rate in the per-step replay too
+  bool symmetric;          ///< every transfer of a step moves at one rate in the per-step replay too
+  bool mixed_ring = false; ///< a ring over NVLink and network hops
 };
 
 /// Coupled, analytical and per-step flows (fluid backend) step times of one collective alone; the coupled run's bytes
@@ -90,7 +91,10 @@ std::vector<double> times(const Case& c)
 // form's, to rounding. Where the hops differ (NVLink and network in one ring, trees, chains), the per-step replay
 // overlaps one channel's per-hop latency with another's bytes, which a channel at one rate cannot: the coupled time is
 // its critical path's latency plus its bytes at the rate it gets, within 15% of the per-step replay on these cases
-// (sim/README.md, "Collective-level flows", has the table), where the closed form's rounds are up to 2.1x off.
+// (sim/README.md, "Collective-level flows", has the table), where the closed form's rounds are up to 2.2x off. The
+// ring over NVLink and network hops is the exception: since a connection holds NCCL_STEPS slots (2 ring Simple steps),
+// its NVLink steps run ahead at their own rates in the per-step replay, which one rate per channel cannot show; coupled
+// stays above it, by 20% here (9% when a connection held one step).
 TEST(Coupled, LoneCollectivesAgainstClosedFormAndFlows)
 {
   const auto one = test::h100_nodes(1);
@@ -112,7 +116,7 @@ TEST(Coupled, LoneCollectivesAgainstClosedFormAndFlows)
       {"PAT all_gather, 4 nodes x 1 GPU", four, rail0, CollectiveKind::AllGather, Algorithm::Pat, Protocol::Simple,
        64e6, true},
       {"ring all_reduce, 4 nodes x 8", four, test::first_ranks(32), CollectiveKind::AllReduce, Algorithm::Ring,
-       Protocol::Simple, 256e6, false},
+       Protocol::Simple, 256e6, false, true},
       {"tree all_reduce, 4 nodes x 8", four, test::first_ranks(32), CollectiveKind::AllReduce, Algorithm::Tree,
        Protocol::Simple, 64e6, false},
       {"NVLSTree all_reduce, 4 nodes x 8", four, test::first_ranks(32), CollectiveKind::AllReduce, Algorithm::NvlsTree,
@@ -134,6 +138,10 @@ TEST(Coupled, LoneCollectivesAgainstClosedFormAndFlows)
     if (c.symmetric) {
       EXPECT_NEAR(v[0], v[2], 1e-9 * v[2]) << c.name << " against flows";
       EXPECT_NEAR(v[0], v[1], 1e-9 * v[1]) << c.name << " against the closed form";
+    } else if (c.mixed_ring) {
+      // Known gap (sim/README.md): one rate for every edge of a channel, against steps that run at their own rates.
+      EXPECT_GE(v[0], v[2]) << c.name << ": coupled is the pessimistic side here";
+      EXPECT_LE(v[0], 1.25 * v[2]) << c.name << " against flows";
     } else {
       EXPECT_NEAR(v[0], v[2], 0.15 * v[2]) << c.name << " against flows";
     }

@@ -71,8 +71,10 @@ private:
 
 /// One step on one channel. Every rank posts the receives of pattern.recvs(rank) and sends wire_bytes x weight to
 /// each of pattern.sends(rank). Timing (sim/src/collective_runner.cpp):
-///  - a rank posts the receives of step s+1 as soon as all receives of step s have arrived (one step of buffering
-///    per connection: a transfer starts only once its receiver has posted the matching receive);
+///  - a rank posts the receives of step s+d as soon as all receives of step s have arrived and its sends of step s
+///    are posted, d the channel's depth (Schedule::depth_of: the steps a connection's FIFO holds in flight; a
+///    transfer starts only once its receiver has posted the matching receive), the receives of its first d steps at
+///    the start;
 ///  - it posts the sends of step s+1 `overhead` after the receives of step s arrived (the per-hop latency of
 ///    forwarding what it received; NCCL's hwLat), and never before the sends of step s. A rank that receives nothing
 ///    in step s pays no overhead for it. Sends never wait for their own completion.
@@ -97,6 +99,14 @@ struct Schedule {
   /// Fixed cost before a rank's first sends (NCCL's per-call base latency: kernel launch and setup). Receives are
   /// posted at once, so data from ranks that started earlier can arrive meanwhile.
   Seconds launch{0};
+  /// Per channel, the steps of it a connection holds in flight (connection_depth()). A channel without an entry (a
+  /// hand-built schedule, a p2p group) has depth 1: a sender waits for its previous step to arrive.
+  std::vector<std::uint8_t> depth;
+
+  [[nodiscard]] int depth_of(std::size_t channel) const
+  {
+    return channel < depth.size() && depth[channel] > 0 ? depth[channel] : 1;
+  }
 
   [[nodiscard]] int nranks() const { return static_cast<int>(gpus.size()); }
   [[nodiscard]] std::size_t num_steps() const;
@@ -122,6 +132,16 @@ struct ProtocolSpec {
   [[nodiscard]] Bytes connection_buffer() const { return Bytes(kNcclSteps * step_wire.bytes()); }
 };
 const ProtocolSpec& protocol_spec(Protocol p);
+
+/// How many steps of a lowered collective a connection holds in flight: NCCL_STEPS over the NCCL steps one schedule
+/// step occupies. A sender writes a slice into slot `step % NCCL_STEPS` of its peer's FIFO once the peer has freed it
+/// (prims_simple.h waitPeer: connStepCache + NCCL_STEPS >= step + StepPerSlice; prims_ll.h, prims_ll128.h alike), so
+/// a connection runs NCCL_STEPS / steps-per-chunk chunks ahead of its receiver. Ring Simple all_reduce, all_gather
+/// and reduce_scatter take ALLREDUCE_CHUNKSTEPS = 4 steps per chunk (ProtoSimple<2, 2>, collectives.h): depth 2.
+/// Every other collective chunk is one NCCL step (LL and LL128, ProtoSimple<1, 1> of Tree, NVLS, NVLSTree and PAT,
+/// BROADCAST_CHUNKSTEPS = REDUCE_CHUNKSTEPS = 1): depth 8. P2p groups are not collectives here: their steps are
+/// rounds, which one channel runs one after another (depth 1).
+int connection_depth(CollectiveKind kind, Algorithm a, Protocol p);
 
 /// NCCL's chunk (payload bytes one step of one channel moves) for a call, following calcCollChunking in
 /// src/enqueue.cc (NCCL 2.26.2): ring Simple all_reduce/all_gather/reduce_scatter take 4 NCCL steps per chunk,
