@@ -104,8 +104,15 @@ void add_run_command(CLI::App& app, Action* action)
         const double step = r.step_time.seconds();
         std::cout << fmt::format("workload: {} ({} ranks, {} programs)\n", w.workload.source, w.workload.world_size(),
                                  w.workload.graphs.size());
-        std::cout << fmt::format("step time {:.6f} s   communication {}   MFU {}\n", step, sim::to_string(r.comm),
-                                 r.mfu ? fmt::format("{:.1f}%", *r.mfu * 100) : "n/a");
+        // MFU, and the TFLOP/s per GPU papers quote beside it (model FLOPs; hardware FLOPs with recomputation).
+        std::string tflops;
+        if (r.model_flops_per_gpu_per_s)
+          tflops = fmt::format("   {:.1f} model TFLOP/s per GPU", *r.model_flops_per_gpu_per_s / 1e12);
+        if (r.hardware_flops_per_gpu_per_s)
+          tflops +=
+              fmt::format("{}{:.1f} hardware", tflops.empty() ? "   " : ", ", *r.hardware_flops_per_gpu_per_s / 1e12);
+        std::cout << fmt::format("step time {:.6f} s   communication {}   MFU {}{}\n", step, sim::to_string(r.comm),
+                                 r.mfu ? fmt::format("{:.1f}%", *r.mfu * 100) : "n/a", tflops);
         const auto& b = r.mean;
         auto pct = [&](double v) { return step > 0 ? 100 * v / step : 0.0; };
         std::cout << fmt::format("mean per rank: compute {:.1f}%  exposed comm {:.1f}% (TP {:.1f} PP {:.1f} DP {:.1f} "

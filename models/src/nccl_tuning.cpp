@@ -844,7 +844,7 @@ NcclGraph to_graph(const Solution& s, bool same_channels, bool simple_tree)
 
 } // namespace
 
-NcclSystemGraphs derive_graphs(const NodeSpec& node, int nnodes)
+NcclSystemGraphs derive_graphs(const NodeSpec& node, int nnodes, NcclChannelLimits limits)
 {
   NcclSystemGraphs out;
   const int cc = node.compute_capability;
@@ -867,6 +867,10 @@ NcclSystemGraphs derive_graphs(const NodeSpec& node, int nnodes)
   if (cc >= 90 && nnodes > 1 && ring.intra > k().postset_double_min_ring_bw_gbps &&
       comm < k().postset_double_below_channels)
     comm = std::min(k().max_channels, 2 * comm);
+  // "Honor NCCL_MIN_NRINGS/NCCL_MAX_NRINGS. We permit combining max, then min, to only use the first channels, then
+  // duplicate them." (connect.cc; both within MAXCHANNELS).
+  if (limits.max > 0) comm = std::min(comm, limits.max);
+  if (limits.min > 0) comm = std::max(comm, std::min(limits.min, k().max_channels));
   const bool nvls_supported = node.nvswitch_multicast && cc >= 90 && node.gpus > 2;
   out.nvls_channels = nvls_supported ? (cc >= 100 ? k().nvls_channels_sm100 : k().nvls_channels_sm90) : 0;
   out.comm_channels = std::max(comm, out.nvls_channels);

@@ -619,6 +619,13 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   j["peak_flops_per_gpu"] = r.peak_flops;
   j["mfu"] = r.mfu ? nlohmann::ordered_json(*r.mfu) : nlohmann::ordered_json(nullptr);
   j["hfu"] = r.hfu ? nlohmann::ordered_json(*r.hfu) : nlohmann::ordered_json(nullptr);
+  // TFLOP/s per GPU as papers quote them (1e12 FLOP per second per GPU): model FLOPs, and hardware FLOPs (with
+  // recomputation).
+  auto tflops = [](const std::optional<double>& v) {
+    return v ? nlohmann::ordered_json(*v / 1e12) : nlohmann::ordered_json(nullptr);
+  };
+  j["model_tflops_per_gpu"] = tflops(r.model_flops_per_gpu_per_s);
+  j["hardware_tflops_per_gpu"] = tflops(r.hardware_flops_per_gpu_per_s);
   j["breakdown_mean_over_ranks"] = breakdown_json(r.mean, step);
   j["traced_ranks"] = r.traced_ranks;
   j["ops_executed"] = r.ops_executed;
@@ -639,6 +646,9 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
                       {"alone_step_time_s", alone},
                       {"slowdown", alone > 0 ? t / alone : 1.0},
                       {"model_flops", job.model_flops},
+                      {"model_tflops_per_gpu", t > 0 && job.model_flops > 0
+                                                   ? nlohmann::ordered_json(job.model_flops / (t * job.gpus) / 1e12)
+                                                   : nlohmann::ordered_json(nullptr)},
                       {"mfu", r.peak_flops > 0 && t > 0 && job.model_flops > 0
                                   ? nlohmann::ordered_json(job.model_flops / (t * job.gpus * r.peak_flops))
                                   : nlohmann::ordered_json(nullptr)}});

@@ -560,7 +560,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   }
   if (auto net = root.get("network")) parse_network(*net, sc.sim, sc.records);
   if (auto nc = root.get("nccl")) {
-    nc->expect_keys({"step_overhead", "system", "algo", "proto", "latencies"});
+    nc->expect_keys({"step_overhead", "system", "algo", "proto", "latencies", "min_channels", "max_channels"});
     sc.nccl.where = nc->where();
     if (auto o = nc->get("step_overhead")) {
       sc.step_overhead = o->as_seconds();
@@ -584,6 +584,12 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
       sc.nccl.overrides.protocols = p.protocols;
     }
     sc.nccl.latencies = nc->bool_or("latencies", true);
+    // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS: NCCL clamps them to 1..MAXCHANNELS (64); a scenario says what it means.
+    auto channel_limit = [&](const char* key, int& out) {
+      if (auto v = nc->get(key)) out = static_cast<int>(v->as_int(1, 64, "NCCL's MAXCHANNELS"));
+    };
+    channel_limit("min_channels", sc.nccl.channels.min);
+    channel_limit("max_channels", sc.nccl.channels.max);
   }
   // A profile's links are measured rates, below the NVLink line rate NCCL's model keys the generation on (an H200's
   // 367 GB/s is nearer A100's 300 than H100's 450 by ratio), so the profile's GPU model names the system instead.

@@ -157,7 +157,7 @@ NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology&
     // NIC bound without its (g - 1) / g term, which is zero for one GPU.
     node.gpus = std::max(2, ppn);
     node.nics = std::max(1, std::min(node.nics, ppn));
-    const auto graphs = models::derive_graphs(node, nnodes);
+    const auto graphs = models::derive_graphs(node, nnodes, settings_.channels);
     models::NcclTuningInput in;
     in.nranks = static_cast<int>(ranks_.size());
     in.nnodes = nnodes;
@@ -174,7 +174,8 @@ NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology&
     tuning_ = in;
   }
   int comm = tuning_ ? tuning_->comm_channels : 0;
-  if (comm < 1) comm = models::derive_graphs(cluster_node, std::max(1, topology.num_nodes())).comm_channels;
+  if (comm < 1)
+    comm = models::derive_graphs(cluster_node, std::max(1, topology.num_nodes()), settings_.channels).comm_channels;
   p2p_lanes_ = std::max(1, pow2_up(std::max(1, comm)) / 2);
 }
 

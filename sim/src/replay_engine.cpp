@@ -519,6 +519,10 @@ ReplayResult Engine::collect(const FlowTotals& flows)
   out.model_flops = opt_.model_flops;
   if (profile_ && profile_->kernel)
     if (const auto* c = profile_->kernel->compute_for(opt_.dtype)) out.peak_flops = c->peak_flops;
+  if (const double gpu_s = out.step_time.seconds() * n; gpu_s > 0) {
+    if (out.model_flops > 0) out.model_flops_per_gpu_per_s = out.model_flops / gpu_s;
+    if (out.hardware_flops > 0) out.hardware_flops_per_gpu_per_s = out.hardware_flops / gpu_s;
+  }
   const double denom = out.step_time.seconds() * n * out.peak_flops;
   if (denom > 0) {
     if (out.model_flops > 0) out.mfu = out.model_flops / denom;

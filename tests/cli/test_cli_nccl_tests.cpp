@@ -454,3 +454,38 @@ TEST(NcclTestsCli, ManyNodeRingIsAChainOfHopLatencies)
     }
   }
 }
+
+// nccl.max_channels / nccl.min_channels are NCCL_MAX_NCHANNELS / NCCL_MIN_NCHANNELS: NCCL cuts the communicator's
+// channels to the maximum, then copies them up to the minimum (src/graph/connect.cc, end of ncclTopoPostset), and a
+// large call runs every channel the communicator has. NCCL 2.26.2 then copies them up to the NVLS channel count where
+// NVLS runs (connect.cc: "if (comm->nChannels < comm->nvlsChannels)"), 16 on Hopper. Out of 1..64 is exit 2 naming
+// the key.
+TEST(NcclTestsCli, ChannelLimitsAreNcclMinAndMaxNchannels)
+{
+  const fs::path dir = railyard::test::temp_dir("channel_limits");
+  auto channels_for = [&](const std::string& limits, const std::string& system = "dgx_a100") {
+    const fs::path file = dir / "node.yaml";
+    std::ofstream(file) << "name: node\ncluster: {kind: single_node, gpus_per_node: 8}\nnccl: {system: " + system +
+                               limits + "}\n";
+    const CliResult r = run_cli("nccl-tests --scenario " + file.string() +
+                                " --op all_reduce -b 256M -e 256M --algo ring --proto simple");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const std::size_t at = r.out.find("Ring/Simple  ");
+    return at == std::string::npos ? -1 : std::stoi(r.out.substr(at + 13));
+  };
+  const int own = channels_for("");
+  ASSERT_GT(own, 4);
+  ASSERT_LT(own, 32);
+  EXPECT_EQ(channels_for(", max_channels: 4"), 4);
+  EXPECT_EQ(channels_for(", min_channels: 32"), 32);
+  EXPECT_EQ(channels_for(", max_channels: 2, min_channels: 6"), 6); // the first 2, copied up to 6
+  EXPECT_EQ(channels_for(", max_channels: 64"), own);
+  EXPECT_EQ(channels_for(", max_channels: 4", "dgx_h100"), 16); // NVLS's 16 channels
+
+  const fs::path bad = dir / "bad.yaml";
+  std::ofstream(bad) << "name: bad\ncluster: {kind: single_node, gpus_per_node: 8}\nnccl: {max_channels: 0}\n";
+  const CliResult r = run_cli("nccl-tests --scenario " + bad.string() + " --op all_reduce -b 1M -e 1M");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("max_channels"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bad.yaml:3:"), std::string::npos) << r.output;
+}

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -517,6 +518,40 @@ TEST_F(Outputs, ALabelWithACommaIsOneQuotedFieldThatPythonReadsBack)
   const std::string got = shell_output(py);
   EXPECT_EQ(got.substr(0, got.find('|')), "tree, LL") << got;
   EXPECT_NE(got.find("\n" + std::to_string(records.size() - 1) + "\n"), std::string::npos) << got;
+}
+
+// TFLOP/s per GPU as papers quote them, beside MFU: model FLOPs / (step x GPUs). For a GPT layer stack without
+// recomputation a step's model FLOPs are 72 B s l h^2 (1 + s / (6 h)) + 6 B s h V (Narayanan et al. 2021, eq. 3, which
+// counts the forward pass twice with recomputation: 96 B s l h^2 (...) there). Hardware FLOPs (the ops run, with the
+// recomputed forward passes) are at least the model's, and with full recomputation at least 4/3 of its layer part.
+TEST_F(Outputs, TflopsPerGpuFollowTheModelFlopsFormula)
+{
+  const double B = 8, s = 256, l = 2, h = 512, V = 1024, gpus = 8;
+  const double model = 72 * B * s * l * h * h * (1 + s / (6 * h)) + 6 * B * s * h * V;
+  for (const std::string recompute : {"none", "full"}) {
+    std::string yaml = workload_scenario();
+    yaml.replace(yaml.find("{global_batch: 8}"), 17, "{global_batch: 8, recompute: " + recompute + "}");
+    const fs::path file = dir_ / ("tflops_" + recompute + ".yaml");
+    std::ofstream(file) << yaml;
+    const fs::path out = dir_ / ("tflops_" + recompute);
+    const CliResult r = run_cli("run " + file.string() + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(read_file(out / "summary.json"));
+    const double step = j["step_time_s"].get<double>();
+    ASSERT_GT(step, 0);
+    const double expected = model / (step * gpus) / 1e12;
+    const double got = j["model_tflops_per_gpu"].get<double>();
+    EXPECT_NEAR(got, expected, 1e-9 * expected) << recompute;
+    const double hw = j["hardware_tflops_per_gpu"].get<double>();
+    EXPECT_GE(hw, got * (1 - 1e-12)) << recompute;
+    if (recompute == "full") {
+      EXPECT_GE(hw, (model + 24 * B * s * l * h * h * (1 + s / (6 * h))) / (step * gpus) / 1e12);
+    }
+    // And on the command's own line, beside MFU.
+    char line[64];
+    std::snprintf(line, sizeof line, "   %.1f model TFLOP/s per GPU, %.1f hardware", got, hw);
+    EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  }
 }
 
 } // namespace

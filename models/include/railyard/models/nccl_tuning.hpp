@@ -160,7 +160,12 @@ struct NcclSystemGraphs {
 /// with the bandwidth each channel consumes on NVLink, PCIe and NICs computed in closed form for a symmetric
 /// NVSwitch node instead of by NCCL's depth-first search. For one H100 node it gives ring 12 x 30 GB/s, tree
 /// 12 x 30 GB/s and NVLS 8 x 40/60 GB/s, the graphs NCCL printed in NVIDIA/nccl issue 1197.
-NcclSystemGraphs derive_graphs(const NodeSpec& node, int nnodes);
+/// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (src/graph/connect.cc ncclMinNchannels, ncclMaxNchannels, applied at the
+/// end of ncclTopoPostset): the communicator's channels are first cut to `max`, then copied up to `min`. 0: not set.
+struct NcclChannelLimits {
+  int min = 0, max = 0;
+};
+NcclSystemGraphs derive_graphs(const NodeSpec& node, int nnodes, NcclChannelLimits limits = {});
 
 /// A ready input for `nnodes` standard nodes, all GPUs in the communicator.
 NcclTuningInput make_input(const NodeSpec& node, int nnodes, CollectiveKind kind, Bytes bytes);

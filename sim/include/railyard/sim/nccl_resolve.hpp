@@ -28,6 +28,7 @@ struct NcclSettings {
   std::optional<std::string> algo, proto; ///< NCCL_ALGO / NCCL_PROTO text
   models::NcclOverrides overrides;        ///< parsed from algo and proto
   bool latencies = true;                  ///< NCCL's base and per-hop latencies (false: bytes and links only)
+  models::NcclChannelLimits channels;     ///< nccl.min_channels / max_channels (NCCL_MIN/MAX_NCHANNELS)
   InputLocation where;                    ///< the section, for messages
 };
 

@@ -141,6 +141,9 @@ struct ReplayResult {
   double peak_flops = 0;     ///< per GPU, the profile's dense peak for the dtype; 0 without a profile
   std::optional<double> mfu; ///< model_flops / (step_time x GPUs x peak)
   std::optional<double> hfu; ///< hardware_flops / (step_time x GPUs x peak)
+  /// What papers quote as "TFLOPs per GPU", in FLOP per second per GPU: model_flops (hardware_flops, with
+  /// recomputation) / (step_time x GPUs). Needs no profile; empty when the FLOPs or the step are 0.
+  std::optional<double> model_flops_per_gpu_per_s, hardware_flops_per_gpu_per_s;
   std::vector<int> traced_ranks;
   std::vector<TraceEvent> events; ///< ops of the traced ranks, sorted by (rank, stream, start, op)
   FlowTotals flows;
