@@ -109,8 +109,9 @@ void add_run_command(CLI::App& app, Action* action)
         if (r.model_flops_per_gpu_per_s)
           tflops = fmt::format("   {:.1f} model TFLOP/s per GPU", *r.model_flops_per_gpu_per_s / 1e12);
         if (r.hardware_flops_per_gpu_per_s)
-          tflops +=
-              fmt::format("{}{:.1f} hardware", tflops.empty() ? "   " : ", ", *r.hardware_flops_per_gpu_per_s / 1e12);
+          tflops += r.model_flops_per_gpu_per_s
+                        ? fmt::format(", {:.1f} hardware", *r.hardware_flops_per_gpu_per_s / 1e12)
+                        : fmt::format("   {:.1f} hardware TFLOP/s per GPU", *r.hardware_flops_per_gpu_per_s / 1e12);
         std::cout << fmt::format("step time {:.6f} s   communication {}   MFU {}{}\n", step, sim::to_string(r.comm),
                                  r.mfu ? fmt::format("{:.1f}%", *r.mfu * 100) : "n/a", tflops);
         const auto& b = r.mean;

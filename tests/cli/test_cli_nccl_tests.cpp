@@ -419,7 +419,7 @@ TEST(NcclTestsCli, ManyNodeRingIsAChainOfHopLatencies)
     for (int c = 0; c < channels; ++c) {
       // The channels' rings leave a node on different rails and share no network link.
       const std::vector<int> order = models::ring_order(gpus, 8, c);
-      double latency = 0, own = 0, nvlink_own = 0, slowest_bw = 1e300, nvlink_latency = 0;
+      double latency = 0, own = 0, nvlink_own = 0, slowest_bw = 1e300, nvlink_latency = 0, nvlink_bw = 0;
       for (int i = 0; i < n; ++i) {
         const int a = order[static_cast<std::size_t>(i)], b = order[static_cast<std::size_t>((i + 1) % n)];
         const topo::Path p = t.route(a, b, 0, 1, true);
@@ -430,13 +430,15 @@ TEST(NcclTestsCli, ManyNodeRingIsAChainOfHopLatencies)
         latency += 2 * lat;
         own += 2 * wire / bw;
         slowest_bw = std::min(slowest_bw, bw);
-        if (!inter) {
+        if (!inter) { // every NVLink edge alike
           nvlink_latency = lat;
+          nvlink_bw = bw;
           nvlink_own += 2 * wire / bw;
         }
       }
-      latency -= 2 * nvlink_latency; // the two edges the chain leaves out
-      own -= 2 * wire / t.path_bandwidth(t.route(0, 1, 0, 1, true)).bytes_per_sec();
+      // The two NVLink edges the chain leaves out.
+      latency -= 2 * nvlink_latency;
+      own -= 2 * wire / nvlink_bw;
       flows_low = std::max(flows_low, latency + own);
       // At most every channel's slice on a GPU's NVLink port at once.
       flows_high = std::max(flows_high, latency + own + (channels - 1) * nvlink_own);
