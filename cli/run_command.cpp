@@ -121,6 +121,21 @@ void add_run_command(CLI::App& app, Action* action)
                                  pct(b.compute_s), pct(b.exposed_total()), pct(b.exposed_s[0]), pct(b.exposed_s[1]),
                                  pct(b.exposed_s[2]), pct(b.exposed_s[3]), pct(b.exposed_s[4]), pct(b.exposed_s[5]),
                                  pct(b.bubble_s), pct(b.idle_s));
+        for (const auto& g : w.gpu_memory) {
+          // The memory model's peak per GPU (summary.json "gpu_memory" has every stage's breakdown).
+          constexpr double kGiB = 1024.0 * 1024 * 1024;
+          const auto& m = g.stages[static_cast<std::size_t>(g.peak_stage)];
+          std::cout << fmt::format(
+              "memory per GPU{}: peak {:.1f} GiB on pipeline stage {}{} (weights {:.1f}, gradients {:.1f}, optimizer "
+              "{:.1f}, activations {:.1f}, NCCL buffers {:.1f} GiB){}\n",
+              g.job.empty() ? "" : fmt::format(" (job {})", g.job), g.peak_bytes() / kGiB, g.peak_stage,
+              g.capacity_bytes > 0 ? fmt::format(" of {:.1f} GiB", g.capacity_bytes / kGiB) : "", m.weight_bytes / kGiB,
+              m.gradient_bytes / kGiB, m.optimizer_bytes / kGiB, m.activation_bytes / kGiB, m.nccl_buffer_bytes / kGiB,
+              g.capacity_bytes <= 0 ? "   (the GPU's memory is unknown: training.memory_limit_GiB gives it)"
+              : g.checked           ? ""
+              : g.peak_bytes() > g.capacity_bytes ? "   DOES NOT FIT (training.memory_check: false)"
+                                                  : "   (training.memory_check: false)");
+        }
         std::cout << "wrote " << out << "/summary.json, breakdown.csv and trace.json\n";
         return 0;
       }

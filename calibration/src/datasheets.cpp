@@ -23,17 +23,28 @@ constexpr const char* kA100Source =
     "BF16/FP16 312 dense TFLOPS; HBM2e 2,039 GB/s on the 80GB SXM4, 1,935 GB/s on the 80GB PCIe, HBM2 1,555 GB/s "
     "on the 40GB parts; NVLink 600 GB/s both directions together; PCIe Gen4 64 GB/s both directions)";
 
+// Memory: what nvidia-smi prints as memory.total on each part (the total of its "Memory-Usage" column, e.g.
+// "1MiB / 81559MiB"), the capacity a training run can allocate from. The datasheet's "80GB" is 80 GiB of HBM
+// (81920 MiB), of which an H100 SXM shows 81559 MiB.
+
 // Most specific patterns first: "h100pcie" before "h100".
 constexpr std::array<GpuDatasheet, 9> kSheets{{
-    {"h200nvl", nullptr, 0, 0, 0, 0, 0, 0, 0, 0, nullptr},
-    {"h100nvl", nullptr, 0, 0, 0, 0, 0, 0, 0, 0, nullptr},
-    {"h200", "NVIDIA H200 SXM 141GB", 4800, 66.9, 494.7, 989.4, 989.4, 1978.9, 450, 64, kH200Source},
-    {"h100pcie", "NVIDIA H100 PCIe 80GB", 2000, 51, 378, 756.5, 756.5, 1513, 0, 64, kH100PcieSource},
-    {"h100", "NVIDIA H100 SXM5 80GB", 3350, 66.9, 494.7, 989.4, 989.4, 1978.9, 450, 64, kH100Source},
-    {"a100sxm480gb", "NVIDIA A100 SXM4 80GB", 2039, 19.5, 156, 312, 312, 0, 300, 32, kA100Source},
-    {"a100sxm440gb", "NVIDIA A100 SXM4 40GB", 1555, 19.5, 156, 312, 312, 0, 300, 32, kA100Source},
-    {"a10080gbpcie", "NVIDIA A100 PCIe 80GB", 1935, 19.5, 156, 312, 312, 0, 0, 32, kA100Source},
-    {"a100pcie40gb", "NVIDIA A100 PCIe 40GB", 1555, 19.5, 156, 312, 312, 0, 0, 32, kA100Source},
+    {"h200nvl", nullptr, 0, 0, 0, 0, 0, 0, 0, 0, nullptr, 0, nullptr},
+    {"h100nvl", nullptr, 0, 0, 0, 0, 0, 0, 0, 0, nullptr, 0, nullptr},
+    {"h200", "NVIDIA H200 SXM 141GB", 4800, 66.9, 494.7, 989.4, 989.4, 1978.9, 450, 64, kH200Source, 143771,
+     "nvidia-smi memory.total of 'NVIDIA H200': 143771MiB (datasheet: 141 GB HBM3e)"},
+    {"h100pcie", "NVIDIA H100 PCIe 80GB", 2000, 51, 378, 756.5, 756.5, 1513, 0, 64, kH100PcieSource, 81920,
+     "nvidia-smi memory.total of 'NVIDIA H100 PCIe': 81920MiB (datasheet: 80 GB HBM2e)"},
+    {"h100", "NVIDIA H100 SXM5 80GB", 3350, 66.9, 494.7, 989.4, 989.4, 1978.9, 450, 64, kH100Source, 81559,
+     "nvidia-smi memory.total of 'NVIDIA H100 80GB HBM3': 81559MiB (datasheet: 80 GB HBM3)"},
+    {"a100sxm480gb", "NVIDIA A100 SXM4 80GB", 2039, 19.5, 156, 312, 312, 0, 300, 32, kA100Source, 81920,
+     "nvidia-smi memory.total of the A100 80GB parts: 81920MiB"},
+    {"a100sxm440gb", "NVIDIA A100 SXM4 40GB", 1555, 19.5, 156, 312, 312, 0, 300, 32, kA100Source, 40960,
+     "nvidia-smi memory.total of the A100 40GB parts: 40960MiB"},
+    {"a10080gbpcie", "NVIDIA A100 PCIe 80GB", 1935, 19.5, 156, 312, 312, 0, 0, 32, kA100Source, 81920,
+     "nvidia-smi memory.total of the A100 80GB parts: 81920MiB"},
+    {"a100pcie40gb", "NVIDIA A100 PCIe 40GB", 1555, 19.5, 156, 312, 312, 0, 0, 32, kA100Source, 40960,
+     "nvidia-smi memory.total of the A100 40GB parts: 40960MiB"},
 }};
 
 std::string normalise(const std::string& s)

@@ -333,6 +333,34 @@ nlohmann::ordered_json collective_model_json(const WorkloadRunResult& result)
   return j;
 }
 
+nlohmann::ordered_json gpu_memory_json(const std::vector<GpuMemoryReport>& reports)
+{
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& g : reports) {
+    nlohmann::ordered_json j;
+    if (!g.job.empty()) j["job"] = g.job;
+    j["capacity_bytes"] = g.capacity_bytes > 0 ? nlohmann::ordered_json(g.capacity_bytes) : nlohmann::ordered_json(nullptr);
+    j["capacity_source"] = g.capacity_source;
+    j["checked"] = g.checked;
+    j["peak_stage"] = g.peak_stage;
+    j["peak_bytes"] = g.peak_bytes();
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (const auto& m : g.stages)
+      stages.push_back({{"stage", m.stage},
+                        {"parameters", m.parameters},
+                        {"weight_bytes", m.weight_bytes},
+                        {"gradient_bytes", m.gradient_bytes},
+                        {"optimizer_bytes", m.optimizer_bytes},
+                        {"activation_bytes", m.activation_bytes},
+                        {"microbatches_in_flight", m.microbatches_in_flight},
+                        {"nccl_buffer_bytes", m.nccl_buffer_bytes},
+                        {"total_bytes", m.total_bytes()}});
+    j["stages"] = stages;
+    out.push_back(j);
+  }
+  return out;
+}
+
 } // namespace
 
 WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits)
@@ -430,6 +458,9 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   std::vector<std::string> job_names;
   if (scenario.jobs.empty()) {
     result.workload = load_workload(scenario, options);
+    if (scenario.workload->kind == WorkloadSpec::Kind::Megatron)
+      result.gpu_memory.push_back(check_gpu_memory(*scenario.workload, result.workload, topology, scenario.nccl,
+                                                   profile.get(), [](int r) { return r; }));
   } else {
     // Each job generated or read for its own GPUs, then placed on its nodes of the cluster.
     job_nodes = place_jobs(scenario);
@@ -449,6 +480,13 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
                          fmt::format("job '{}' has {} ranks and takes {} GPUs", job.name,
                                      job_workloads.back().world_size(), job.gpus),
                          "give the job as many GPUs as its workload has ranks");
+      if (job.workload.kind == WorkloadSpec::Kind::Megatron) {
+        const std::vector<int>& nodes = job_nodes[result.jobs.size()];
+        const int gpn = scenario.cluster.gpus_per_node;
+        result.gpu_memory.push_back(check_gpu_memory(
+            job.workload, job_workloads.back(), topology, scenario.nccl, profile.get(),
+            [&nodes, gpn](int r) { return nodes[static_cast<std::size_t>(r / gpn)] * gpn + r % gpn; }, job.name));
+      }
       result.jobs.push_back(JobResult{job.name, job.gpus, job.placement, job_nodes[result.jobs.size()], Seconds(0),
                                       Seconds(0), o.model_flops});
       options.model_flops += o.model_flops;
@@ -627,6 +665,7 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   j["model_tflops_per_gpu"] = tflops(r.model_flops_per_gpu_per_s);
   j["hardware_tflops_per_gpu"] = tflops(r.hardware_flops_per_gpu_per_s);
   j["breakdown_mean_over_ranks"] = breakdown_json(r.mean, step);
+  if (!result.gpu_memory.empty()) j["gpu_memory"] = gpu_memory_json(result.gpu_memory);
   j["traced_ranks"] = r.traced_ranks;
   j["ops_executed"] = r.ops_executed;
   j["flows"] = {{"sent", r.flows.flows_sent},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 
@@ -121,8 +122,16 @@ void parse_megatron(const YamlNode& node, WorkloadSpec& w)
     c.parallel.scatter_gather_p2p = p->bool_or("scatter_gather_p2p", true);
   }
   const YamlNode t = node.at("training");
-  t.expect_keys({"micro_batch", "global_batch", "recompute", "dtype", "grad_dtype"});
+  t.expect_keys(
+      {"micro_batch", "global_batch", "recompute", "dtype", "grad_dtype", "memory_check", "memory_limit_GiB"});
   note_where(c, t, "training");
+  w.memory_where = t.where();
+  w.memory_check = t.bool_or("memory_check", true);
+  if (auto m = t.get("memory_limit_GiB")) {
+    w.memory_limit_GiB = m->as_double();
+    if (!(*w.memory_limit_GiB > 0) || !std::isfinite(*w.memory_limit_GiB))
+      m->fail("memory_limit_GiB must be a positive number of GiB", "give the memory one GPU offers, e.g. 75");
+  }
   c.training.micro_batch = positive_int(t, "micro_batch", 1);
   c.training.global_batch = positive_int(t, "global_batch", 0);
   (void)t.at("global_batch");

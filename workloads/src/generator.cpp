@@ -281,6 +281,20 @@ public:
     plan_buckets();
   }
 
+  /// What one rank of this stage holds: its parameters over all chunks, and its largest unit's.
+  StageParameters parameters() const
+  {
+    StageParameters p;
+    p.dense = stage_params_dense_;
+    p.expert = stage_params_expert_;
+    const UnitParams layer = layer_params(), emb = embedding_params(), head = head_params();
+    p.largest_unit =
+        std::max({layer.dense + layer.expert, stage_ == 0 ? emb.dense : 0.0, stage_ == L_.pp - 1 ? head.dense : 0.0});
+    p.dense_group = dp_group();
+    p.expert_group = edp_group();
+    return p;
+  }
+
   RankGraph build()
   {
     const auto slots = pipeline_schedule(L_.pp, stage_, L_.microbatches, L_.vpp);
@@ -873,11 +887,8 @@ private:
   double stage_params_dense_ = 0, stage_params_expert_ = 0;
 };
 
-} // namespace
-
-Workload generate_megatron(const MegatronConfig& cfg, int world)
+Sizes make_sizes(const MegatronConfig& cfg, const MegatronLayout& L)
 {
-  const MegatronLayout L = resolve_layout(cfg, world);
   Sizes z;
   z.E = cfg.training.bytes_per_element;
   z.Eg = cfg.training.grad_bytes_per_element;
@@ -901,6 +912,15 @@ Workload generate_megatron(const MegatronConfig& cfg, int world)
   z.V = L.padded_vocab;
   z.m1 = cfg.model.gated_mlp ? 2 : 1;
   z.flash = cfg.model.flash_attention;
+  return z;
+}
+
+} // namespace
+
+Workload generate_megatron(const MegatronConfig& cfg, int world)
+{
+  const MegatronLayout L = resolve_layout(cfg, world);
+  const Sizes z = make_sizes(cfg, L);
 
   Workload w;
   w.source = fmt::format("megatron generator: {} layers, hidden {}, {} heads ({} kv), seq {}, tp {} pp {} dp {} cp {} "
@@ -1004,6 +1024,16 @@ Workload generate_megatron(const MegatronConfig& cfg, int world)
           w.ranks[r].comm_map = std::move(maps[r]);
         }
   return w;
+}
+
+std::vector<StageParameters> megatron_stage_parameters(const MegatronConfig& cfg, int world)
+{
+  const MegatronLayout L = resolve_layout(cfg, world);
+  const Sizes z = make_sizes(cfg, L);
+  std::vector<StageParameters> out;
+  for (int s = 0; s < L.pp; ++s)
+    out.push_back(StageEmitter(cfg, L, z, s).parameters());
+  return out;
 }
 
 } // namespace railyard::workloads

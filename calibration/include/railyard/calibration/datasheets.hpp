@@ -17,6 +17,9 @@ struct GpuDatasheet {
   double nvlink_GBps_per_direction; ///< 0 where the GPU has no NVLink to an NVSwitch
   double pcie_GBps_per_direction;
   const char* source;
+  /// Memory the part offers, as nvidia-smi's memory.total reports it (MiB); 0 where Railyard does not carry it.
+  double memory_MiB;
+  const char* memory_source;
 
   [[nodiscard]] double peak_tflops(DType t) const;
 };

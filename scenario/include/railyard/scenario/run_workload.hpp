@@ -3,6 +3,7 @@
 #pragma once
 
 #include "railyard/common/output_dir.hpp"
+#include "railyard/scenario/gpu_memory.hpp"
 #include "railyard/scenario/scenario.hpp"
 #include "railyard/sim/footprint.hpp"
 #include "railyard/sim/replay.hpp"
@@ -51,6 +52,9 @@ struct WorkloadRunResult {
   /// "network.records")
   std::map<std::string, std::string> records;
   std::vector<JobResult> jobs; ///< a `jobs:` scenario: each job's step beside the others and alone
+  /// The memory model of each generated workload (one per generated job), per pipeline stage (summary.json
+  /// "gpu_memory"); a layout that does not fit was refused before the replay.
+  std::vector<GpuMemoryReport> gpu_memory;
 };
 
 /// Builds the topology, reads the profile, generates or reads the workload and replays it. Bad input (a layout that

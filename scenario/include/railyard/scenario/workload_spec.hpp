@@ -8,6 +8,7 @@
 #include "railyard/workloads/readers.hpp"
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,7 +37,12 @@ struct WorkloadSpec {
   enum class CollectiveModel { Schedule, Profile };
   CollectiveModel collective_model = CollectiveModel::Schedule;
   InputLocation collective_model_where;
-  InputLocation where; ///< the section
+  /// `training.memory_check` (generated workloads): a layout whose memory model exceeds the GPU's memory is refused
+  /// (true, the default) or run with a note (false). `training.memory_limit_GiB` replaces the GPU's capacity.
+  bool memory_check = true;
+  std::optional<double> memory_limit_GiB;
+  InputLocation memory_where; ///< the training section, where the refusal points
+  InputLocation where;        ///< the section
 };
 
 /// Parses `workload:`. Relative paths are resolved against the scenario file's folder, then the working directory.

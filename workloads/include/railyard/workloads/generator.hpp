@@ -132,6 +132,18 @@ std::vector<PipelineSlot> pipeline_schedule(int stages, int stage, int microbatc
 /// pipeline stage. Throws InputError (via resolve_layout) for a configuration that does not fit.
 Workload generate_megatron(const MegatronConfig& config, int world_size);
 
+/// Parameters one rank of a pipeline stage holds over all its model chunks, before any ZeRO sharding, as the
+/// generator counts them (workloads/README.md, "Generator": weights of the linear layers and layernorms, no biases).
+struct StageParameters {
+  double dense = 0;        ///< reduced, and sharded under ZeRO, over the DP x CP group
+  double expert = 0;       ///< reduced and sharded over the expert-data-parallel group
+  double largest_unit = 0; ///< the largest unit the stage holds whole (a layer, the embedding, the LM head)
+  double dense_group = 1;  ///< ranks the dense parameters' optimizer state is sharded over (dp x cp)
+  double expert_group = 1; ///< ranks the expert parameters' optimizer state is sharded over
+};
+/// One entry per pipeline stage. Throws InputError (via resolve_layout) for a configuration that does not fit.
+std::vector<StageParameters> megatron_stage_parameters(const MegatronConfig& config, int world_size);
+
 /// Model FLOPs of one step over all GPUs (for MFU): 3 x the forward FLOPs of the global batch, without
 /// recomputation, on the unpadded vocabulary (Korthikanti et al. 2022, section 6.3; for a GPT with ffn = 4h and
 /// multi-head attention this is 72 B s l h^2 (1 + s/(6h) + V/(12 l h))). MoE layers count the top-k experts.
