@@ -94,6 +94,9 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
     int root = 0;
     int iters = 1;
     std::string communication = "auto";
+    int threads = 1;
+    bool process_per_gpu = false;
+    std::optional<std::string> host_cost;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -131,6 +134,16 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
                   "flows (every transfer of the lowered schedule on the scenario's network), coupled (each channel "
                   "one fluid flow: seconds at thousands of GPUs) or auto (coupled from 512 ranks on)")
       ->capture_default_str();
+  cmd->add_option("-t,--nthreads", o->threads,
+                  "threads per process (nccl-tests -t): each drives GPUs per process / threads GPUs, the header's "
+                  "nGpus")
+      ->capture_default_str();
+  cmd->add_flag("--process-per-gpu", o->process_per_gpu,
+                "one process per GPU (mpirun -np N all_reduce_perf -g 1) instead of one per node driving its GPUs");
+  cmd->add_option("--host-cost", o->host_cost,
+                  "what one issuing thread pays per call, and optionally per channel of a call: '5 us' or "
+                  "'5.2 us, 0.31 us'; each iteration takes the longer of the GPUs and the thread issuing its nGpus "
+                  "calls (default: the host is not modelled)");
   cmd->callback([o, action] {
     *action = [o] {
       scn::Scenario scenario = scn::load_scenario_cluster(o->scenario);
@@ -149,6 +162,20 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
       opts.root = o->root;
       opts.iters = o->iters;
       opts.communication = o->communication;
+      opts.threads = o->threads;
+      opts.process_per_gpu = o->process_per_gpu;
+      if (o->host_cost) {
+        const InputLocation where{"railyard nccl-tests", 0, "--host-cost"};
+        const std::string& text = *o->host_cost;
+        const auto comma = text.find(',');
+        try {
+          opts.host.per_call = parse_seconds(text.substr(0, comma));
+          if (comma != std::string::npos) opts.host.per_channel = parse_seconds(text.substr(comma + 1));
+        } catch (const std::exception& e) {
+          throw InputError(where, fmt::format("'{}' is not one or two times: {}", text, e.what()),
+                           "give the cost per call and optionally per channel, e.g. '5.2 us, 0.31 us'");
+        }
+      }
       const int gpus = scenario.cluster.gpus();
       if (o->ngpus && o->ranks)
         throw InputError(InputLocation{"railyard nccl-tests", 0, "-g/--ranks"}, "both -g and --ranks are given",

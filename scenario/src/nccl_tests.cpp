@@ -156,6 +156,15 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     run.devices.push_back({fmt::format("node{}", topology.node_of(gpu)), topology.local_of(gpu)});
     run.gpus_per_process = std::max(run.gpus_per_process, ++ranks_per_node[topology.node_of(gpu)]);
   }
+  if (options.process_per_gpu) run.gpus_per_process = 1;
+  if (options.threads < 1 || run.gpus_per_process % options.threads != 0)
+    bad("-t/--nthreads",
+        fmt::format("{} threads cannot share the {} GPU(s) of a process evenly (nccl-tests gives each thread -g GPUs)",
+                    options.threads, run.gpus_per_process),
+        fmt::format("give a thread count that divides {}", run.gpus_per_process));
+  run.gpus_per_thread = run.gpus_per_process / options.threads;
+  if (options.host.per_call.seconds() < 0 || options.host.per_channel.seconds() < 0)
+    bad("--host-cost", "a host cost is negative", "give the issuing thread's costs as times of zero or more");
   run.algo_env = scenario.nccl.algo;
   run.proto_env = scenario.nccl.proto;
   // One communicator for the whole sweep, as nccl-tests creates one and calls it for every size.
@@ -188,6 +197,13 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
       });
       row.time = Seconds(r.values.at(0));
     }
+    // The issuing thread: each iteration it enqueues the calls of its GPUs; kernels queue on the streams, so back
+    // to back iterations take the longer of the GPUs and the thread (models/host_issue.hpp).
+    row.device_time = row.time;
+    if (options.host.per_call.seconds() > 0 || options.host.per_channel.seconds() > 0) {
+      row.host_time = models::host_issue_time(options.host, run.gpus_per_thread, row.call.channels.value_or(1));
+      row.time = models::back_to_back_time(row.device_time, row.host_time);
+    }
     const double t = row.time.seconds();
     row.algbw_GBps = t > 0 ? static_cast<double>(row.counts.size_bytes) / t / 1e9 : 0.0;
     row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
@@ -208,10 +224,10 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
   out << "# Railyard simulated nccl-tests: " << program << " on scenario '" << scenario_name << "', NCCL version "
       << models::nccl_constants().version << " cost model\n";
   out << "# Collective test starting: " << program << "\n";
-  out << fmt::format("# nThread 1 nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: 0 iters: {} agg iters: "
+  out << fmt::format("# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: 0 iters: {} agg iters: "
                      "1 validation: 1 graph: 0\n",
-                     run.gpus_per_process, o.min_bytes, o.max_bytes, o.step_factor > 1 ? o.step_factor : o.step_bytes,
-                     o.step_factor > 1 ? "factor" : "bytes", o.iters);
+                     o.threads, run.gpus_per_thread, o.min_bytes, o.max_bytes,
+                     o.step_factor > 1 ? o.step_factor : o.step_bytes, o.step_factor > 1 ? "factor" : "bytes", o.iters);
   out << "#\n# Using devices\n";
   // src/common.cu: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s" (PCI domain, bus,
   // device: not simulated, printed as zeros).
@@ -255,13 +271,21 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
   out << (run.coupled ? "# Railyard: communication coupled (each channel one fluid flow; --communication flows runs "
                         "every transfer)\n"
                       : "# Railyard: communication flows (every transfer on the network)\n");
+  const bool host = o.host.per_call.seconds() > 0 || o.host.per_channel.seconds() > 0;
+  if (host)
+    out << fmt::format("# Railyard: each thread issues {} call(s) per iteration at {:g} us per call + {:g} us per "
+                       "channel; sizes marked 'host-bound' are timed by the thread\n",
+                       run.gpus_per_thread, o.host.per_call.seconds() * 1e6, o.host.per_channel.seconds() * 1e6);
   out << "# Railyard: NCCL's choice per size (algorithm/protocol, channels):\n";
   const bool p2p = o.kind == models::CollectiveKind::AllToAll || o.kind == models::CollectiveKind::SendRecv;
   for (const auto& row : run.rows)
-    out << fmt::format("#   {:>12} B  {}/{}  {} {}\n", row.counts.size_bytes,
-                       p2p ? std::string("p2p") : models::nccl_name(*row.call.algorithm),
-                       models::nccl_name(*row.call.protocol), row.call.channels.value_or(0),
-                       p2p ? "p2p channels at once" : "channels");
+    out << fmt::format(
+        "#   {:>12} B  {}/{}  {} {}{}\n", row.counts.size_bytes,
+        p2p ? std::string("p2p") : models::nccl_name(*row.call.algorithm), models::nccl_name(*row.call.protocol),
+        row.call.channels.value_or(0), p2p ? "p2p channels at once" : "channels",
+        host ? fmt::format("  device {:.2f} us, thread {:.2f} us{}", row.device_time.seconds() * 1e6,
+                           row.host_time.seconds() * 1e6, row.host_time > row.device_time ? "  host-bound" : "")
+             : "");
 }
 
 } // namespace railyard::scenario

@@ -7,6 +7,7 @@
 #include "railyard/models/lowering.hpp"
 #include "railyard/topologies/topology.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -490,4 +491,83 @@ TEST(NcclTestsCli, ChannelLimitsAreNcclMinAndMaxNchannels)
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("max_channels"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("bad.yaml:3:"), std::string::npos) << r.output;
+}
+
+namespace {
+
+// The first data row of nccl-tests' table: (time us, channels from Railyard's choice line, device us, thread us).
+struct HostRow {
+  double time = -1, device = -1, thread = -1;
+  int channels = -1;
+  bool host_bound = false;
+};
+HostRow host_row(const std::string& out)
+{
+  HostRow h;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (h.time < 0 && !line.empty() && line[0] != '#') {
+      std::istringstream f(line);
+      std::string size, count, type, redop, root, time;
+      f >> size >> count >> type >> redop >> root >> time;
+      h.time = std::stod(time);
+    }
+    if (const auto at = line.find(" channels  device "); at != std::string::npos) {
+      const auto slash = line.rfind(' ', at - 1);
+      h.channels = std::stoi(line.substr(slash + 1, at - slash - 1));
+      std::sscanf(line.c_str() + at, " channels  device %lf us, thread %lf us", &h.device, &h.thread);
+      h.host_bound = line.find("host-bound") != std::string::npos;
+    }
+  }
+  return h;
+}
+
+} // namespace
+
+// nccl-tests' process shapes: `-g 8` in one process is one thread issuing eight calls per iteration; `-t 2` gives
+// each of two threads four; one process per GPU gives each thread one. With a host cost per call c and per channel
+// k, a thread of G GPUs needs G (c + k x channels) per iteration (models/host_issue.hpp), and back-to-back
+// iterations take the longer of that and the GPUs.
+TEST(NcclTestsCli, TheIssuingThreadOfMinusGAndMinusTShapesSmallSizes)
+{
+  const fs::path dir = railyard::test::temp_dir("host_issue");
+  const fs::path file = dir / "a100.yaml";
+  std::ofstream(file) << "name: a100\ncluster: {kind: single_node, gpus_per_node: 8}\nnccl: {system: dgx_a100}\n";
+  const double c = 5.0, k = 0.5; // us
+  auto run = [&](const std::string& shape, const std::string& size) {
+    const CliResult r = run_cli("nccl-tests --scenario " + file.string() + " --op all_reduce -b " + size + " -e " +
+                                size + " --host-cost '5 us, 0.5 us' " + shape);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return std::make_pair(host_row(r.out), r.out);
+  };
+  for (const auto& [shape, per_thread] :
+       std::vector<std::pair<std::string, int>>{{"", 8}, {"-t 2", 4}, {"-t 8", 1}, {"--process-per-gpu", 1}}) {
+    const auto [h, out] = run(shape, "256K");
+    ASSERT_GT(h.channels, 0) << out;
+    EXPECT_NEAR(h.thread, per_thread * (c + k * h.channels), 0.01) << shape << "\n" << out;
+    EXPECT_NEAR(h.time, std::max(h.device, h.thread), 0.01 * std::max(h.device, h.thread) + 0.01) << shape;
+    EXPECT_EQ(h.host_bound, h.thread > h.device) << shape;
+    EXPECT_NE(out.find(fmt::format("# nThread {} nGpus {}",
+                                   shape == "-t 2"   ? 2
+                                   : shape == "-t 8" ? 8
+                                                     : 1,
+                                   per_thread)),
+              std::string::npos)
+        << out;
+  }
+  // Eight calls of a 256 KiB all-reduce cost the thread more than the GPUs: the time is the thread's.
+  EXPECT_TRUE(run("", "256K").first.host_bound);
+  // At 1 GiB the GPUs set it.
+  const auto big = run("", "1G").first;
+  EXPECT_FALSE(big.host_bound);
+  EXPECT_NEAR(big.time, big.device, 0.01 * big.device);
+
+  // Bad shapes and costs: exit 2 naming the option.
+  CliResult r = run_cli("nccl-tests --scenario " + file.string() + " -b 1M -e 1M -t 3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("-t/--nthreads"), std::string::npos) << r.output;
+  r = run_cli("nccl-tests --scenario " + file.string() + " -b 1M -e 1M --host-cost 'five us'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--host-cost"), std::string::npos) << r.output;
 }

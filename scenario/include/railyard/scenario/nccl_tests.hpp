@@ -5,6 +5,7 @@
 #pragma once
 
 #include "railyard/models/collective.hpp"
+#include "railyard/models/host_issue.hpp"
 #include "railyard/scenario/scenario.hpp"
 
 #include <cstdint>
@@ -30,6 +31,16 @@ struct NcclTestsOptions {
   /// channel one fluid flow: sim::CommModel::Coupled) or "auto": coupled from kCoupledFrom ranks on, where per-step
   /// flows take minutes per size (a 1 GiB all-reduce on 1,024 GPUs is 33.5 M transfers), and flows below.
   std::string communication = "auto";
+  /// nccl-tests' process shape: one process per node drives that node's GPUs from `threads` threads (-t), each
+  /// thread `-g` = GPUs per node / threads of them (`all_reduce_perf -t T -g G`); or one process per GPU
+  /// (`mpirun -np N all_reduce_perf -g 1`).
+  int threads = 1;
+  bool process_per_gpu = false;
+  /// What one issuing thread pays per call and per channel of a call (models/host_issue.hpp). Every iteration a
+  /// thread issues its GPUs' calls back to back, so a size whose calls take the thread longer than the GPUs take to
+  /// run them is host-bound: time = max(device, GPUs per thread x (per_call + per_channel x channels)). Zero: the
+  /// host is not modelled (the device time alone).
+  models::HostIssueCost host;
 };
 inline constexpr int kCoupledFrom = 512;
 
@@ -47,7 +58,9 @@ NcclTestsCounts nccl_tests_counts(models::CollectiveKind kind, std::int64_t byte
 struct NcclTestsRow {
   NcclTestsCounts counts;
   models::CollectiveCall call; ///< as run: NCCL's algorithm, protocol and channels for it
-  Seconds time{0};             ///< per call
+  Seconds time{0};             ///< per call: the longer of the device and the issuing thread
+  Seconds device_time{0};      ///< the simulated collective
+  Seconds host_time{0};        ///< the issuing thread per iteration (0 when options.host is zero)
   double algbw_GBps = 0, busbw_GBps = 0;
 };
 
@@ -60,7 +73,8 @@ struct NcclTestsDevice {
 struct NcclTestsRun {
   NcclTestsOptions options;
   int nranks = 0;
-  int gpus_per_process = 0;             ///< the header's nGpus: one process per node drives that node's ranks (-g N)
+  int gpus_per_process = 0;             ///< GPUs one process drives: its node's ranks, or 1 with process_per_gpu
+  int gpus_per_thread = 0;              ///< the header's nGpus: gpus_per_process / threads
   std::string gpu_model;                ///< the name CUDA gives the GPU of the scenario's system
   std::vector<NcclTestsDevice> devices; ///< per rank
   /// NCCL_ALGO / NCCL_PROTO in force for the run (the scenario's nccl.algo / nccl.proto, which --algo / --proto
