@@ -196,7 +196,8 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
 {
   auto r = node.get("replay");
   if (!r) return;
-  r->expect_keys({"communication", "collective_model", "measured_durations", "host_launch", "trace_ranks"});
+  r->expect_keys(
+      {"communication", "collective_model", "measured_durations", "host_launch", "trace_ranks", "nccl_sms"});
   if (auto c = r->get("communication")) {
     const std::string s = c->as_string();
     const auto* m =
@@ -229,6 +230,7 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
   }
   w.replay.measured_durations = r->bool_or("measured_durations", true);
   w.replay.host_launch = r->bool_or("host_launch", true);
+  w.replay.nccl_sms = r->bool_or("nccl_sms", true);
   if (auto t = r->get("trace_ranks")) {
     std::vector<int> ranks;
     if (t->is_scalar() && t->as_string() == "none") {
