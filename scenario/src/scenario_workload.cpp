@@ -105,7 +105,8 @@ void parse_megatron(const YamlNode& node, WorkloadSpec& w)
     (void)model.at(k);
   if (auto p = node.get("parallel")) {
     p->expect_keys({"tp", "pp", "dp", "cp", "ep", "virtual_stages", "sequence_parallel", "zero", "bucket_params",
-                    "overlap_param_gather", "blocking_p2p", "scatter_gather_p2p"});
+                    "overlap_param_gather", "blocking_p2p", "scatter_gather_p2p", "first_stage_layers",
+                    "last_stage_layers"});
     note_where(c, *p, "parallel");
     if (auto z = p->get("zero")) c.where["parallel.zero"] = z->where();
     c.parallel.tp = positive_int(*p, "tp", 1);
@@ -114,6 +115,8 @@ void parse_megatron(const YamlNode& node, WorkloadSpec& w)
     c.parallel.cp = positive_int(*p, "cp", 1);
     c.parallel.ep = positive_int(*p, "ep", 1);
     c.parallel.virtual_stages = positive_int(*p, "virtual_stages", 1);
+    c.parallel.first_stage_layers = positive_int(*p, "first_stage_layers", 0);
+    c.parallel.last_stage_layers = positive_int(*p, "last_stage_layers", 0);
     c.parallel.sequence_parallel = p->bool_or("sequence_parallel", true);
     c.parallel.zero_stage = positive_int(*p, "zero", 1, 0);
     if (auto b = p->get("bucket_params")) c.parallel.bucket_params = b->as_double();

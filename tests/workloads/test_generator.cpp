@@ -450,3 +450,58 @@ TEST(Generator, MemoryBoundKernelsOfALayerMoveTheirTensors)
   EXPECT_DOUBLE_EQ(fwd, 54 * sbh + 9 * as2b);
   EXPECT_DOUBLE_EQ(bwd, 80 * sbh + 11 * as2b);
 }
+
+namespace {
+
+// Forward FLOPs of one program (pipeline stage), summed over its compute ops.
+double program_flops(const Workload& w, int rank)
+{
+  double sum = 0;
+  for (const Op& op : w.graph_of(rank).ops())
+    if (op.kind == OpKind::Compute) sum += op.flops;
+  return sum;
+}
+
+} // namespace
+
+// Megatron-core's uneven split (decoder_first/last_pipeline_num_layers), as Llama 3 405B ran 126 layers on 16
+// stages: 14 layers on 4 stages as 3, 4, 4, 3. The step's FLOPs are still 72 B s l h^2 (1 + s/(6h) + V/(12 l h))
+// with l = 14, and a middle stage's layers cost 4/3 of the last stage's layers (whose program adds the logits).
+TEST(Generator, FirstAndLastStagesCanHoldFewerLayers)
+{
+  MegatronConfig c = small_gpt();
+  c.model.layers = 14;
+  c.parallel.tp = 1;
+  c.parallel.pp = 4;
+  c.parallel.first_stage_layers = 3;
+  c.parallel.last_stage_layers = 3;
+  c.training.global_batch = 16; // dp 2, 4 micro-batches of 2
+  const MegatronLayout L = resolve_layout(c, 8);
+  EXPECT_EQ(L.stage_layers, (std::vector<int>{3, 4, 4, 3}));
+  EXPECT_EQ(L.stage_first, (std::vector<int>{0, 3, 7, 11}));
+  const Workload w = generate_megatron(c, 8);
+  const double B = c.training.global_batch, s = c.model.seq_length, l = 14, h = c.model.hidden, V = c.model.vocab;
+  const double none = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(total_flops(w), none, none * 1e-12);
+  // Per stage, per rank: layers x 72 b' s h^2 (1 + s/(6h)) with b' the rank's 8 sequences; the last adds 6 b' s h V.
+  const double per_layer = 72 * (B / 2) * s * h * h * (1 + s / (6 * h));
+  const int rank_of_stage[] = {0, 2, 4, 6}; // tp 1, dp 2: rank = dp + 2 pp
+  const double layers[] = {3, 4, 4, 3};
+  for (int st = 0; st < 4; ++st) {
+    const double want = layers[st] * per_layer + (st == 3 ? 6 * (B / 2) * s * h * V : 0);
+    EXPECT_NEAR(program_flops(w, rank_of_stage[st]), want, want * 1e-12) << "stage " << st;
+  }
+  // Only the first given: the others share the rest (14 - 2 = 12 over 3).
+  c.parallel.last_stage_layers = 0;
+  c.parallel.first_stage_layers = 2;
+  EXPECT_EQ(resolve_layout(c, 8).stage_layers, (std::vector<int>{2, 4, 4, 4}));
+  // Refusals: a rest the other stages cannot share, interleaving, one stage.
+  c.parallel.first_stage_layers = 3;
+  EXPECT_THROW(resolve_layout(c, 8), InputError); // 11 over 3 stages
+  c.parallel.first_stage_layers = 2;
+  c.parallel.virtual_stages = 2;
+  EXPECT_THROW(resolve_layout(c, 8), InputError);
+  c.parallel.virtual_stages = 1;
+  c.parallel.pp = 1;
+  EXPECT_THROW(resolve_layout(c, 8), InputError);
+}

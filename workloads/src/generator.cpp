@@ -1,6 +1,7 @@
 #include "railyard/workloads/generator.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -116,11 +117,47 @@ MegatronLayout resolve_layout(const MegatronConfig& c, int world)
     refuse(c, "model.ffn_hidden", fmt::format("ffn_hidden {} is not divisible by tp {}", L.ffn_hidden, p.tp),
            "choose tp that divides the FFN size");
   const long long chunks = 1LL * p.pp * p.virtual_stages;
-  if (m.layers % chunks != 0)
-    refuse(c, "model.layers",
-           fmt::format("layers {} is not divisible by pp x virtual_stages = {} x {}", m.layers, p.pp, p.virtual_stages),
-           "choose pp and virtual_stages whose product divides the number of layers");
-  L.layers_per_chunk = static_cast<int>(m.layers / chunks);
+  const bool uneven = p.first_stage_layers != 0 || p.last_stage_layers != 0;
+  if (p.first_stage_layers < 0 || p.last_stage_layers < 0)
+    refuse(c, p.first_stage_layers < 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
+           "a stage's layer count is negative", "give a positive number of layers, or leave the key out");
+  if (uneven) {
+    const char* field = p.first_stage_layers != 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers";
+    if (p.virtual_stages > 1)
+      refuse(c, field, "first_stage_layers / last_stage_layers need the 1F1B schedule (virtual_stages: 1)",
+             "remove virtual_stages, or split the layers evenly");
+    if (p.pp < 2) refuse(c, field, "first_stage_layers / last_stage_layers need pp >= 2", "use pipeline parallelism");
+    const int given = (p.first_stage_layers != 0) + (p.last_stage_layers != 0);
+    const int middle = p.pp - given;
+    const long long rest = 1LL * m.layers - p.first_stage_layers - p.last_stage_layers;
+    if (rest < 0 || (middle == 0 && rest != 0) || (middle > 0 && (rest < middle || rest % middle != 0)))
+      refuse(c, field,
+             fmt::format("{} layers less {} on the first and {} on the last stage leave {} for the {} other stage(s), "
+                         "which do not share them equally with at least one each",
+                         m.layers, p.first_stage_layers, p.last_stage_layers, rest, middle),
+             "choose first and last stage layers that leave a multiple of the other stages' count");
+    const int each = middle > 0 ? static_cast<int>(rest / middle) : 0;
+    for (int s = 0; s < p.pp; ++s) {
+      int n = each;
+      if (s == 0 && p.first_stage_layers != 0) n = p.first_stage_layers;
+      if (s == p.pp - 1 && p.last_stage_layers != 0) n = p.last_stage_layers;
+      L.stage_layers.push_back(n);
+    }
+    L.layers_per_chunk = *std::max_element(L.stage_layers.begin(), L.stage_layers.end());
+  } else {
+    if (m.layers % chunks != 0)
+      refuse(
+          c, "model.layers",
+          fmt::format("layers {} is not divisible by pp x virtual_stages = {} x {}", m.layers, p.pp, p.virtual_stages),
+          "choose pp and virtual_stages whose product divides the number of layers, or give "
+          "parallel.first_stage_layers / last_stage_layers (Megatron's uneven split)");
+    L.layers_per_chunk = static_cast<int>(m.layers / chunks);
+    L.stage_layers.assign(static_cast<std::size_t>(p.pp), L.layers_per_chunk);
+  }
+  for (int s = 0, first = 0; s < p.pp; ++s) {
+    L.stage_first.push_back(first);
+    first += L.stage_layers[static_cast<std::size_t>(s)];
+  }
   if (p.virtual_stages > 1 && p.pp < 2)
     refuse(c, "parallel.virtual_stages", "the interleaved schedule needs pp >= 2",
            "set virtual_stages: 1 or use pipeline parallelism");
@@ -378,7 +415,8 @@ private:
   double dp_group() const { return 1.0 * L_.dp * L_.cp; }
   double edp_group() const { return 1.0 * L_.tp * L_.cp * L_.dp / L_.ep; }
 
-  int first_layer(int chunk) const { return (chunk * L_.pp + stage_) * L_.layers_per_chunk; }
+  int first_layer(int chunk) const { return L_.first_layer(stage_, chunk); }
+  int chunk_layers() const { return L_.layers_of(stage_); }
   bool has_embedding(int chunk) const { return stage_ == 0 && chunk == 0; }
   bool has_head(int chunk) const { return stage_ == L_.pp - 1 && chunk == L_.vpp - 1; }
 
@@ -425,7 +463,7 @@ private:
     for (int c = 0; c < L_.vpp; ++c) {
       std::vector<std::pair<int, UnitParams>> units;
       if (has_head(c)) units.emplace_back(-1, head_params());
-      for (int l = first_layer(c) + L_.layers_per_chunk - 1; l >= first_layer(c); --l)
+      for (int l = first_layer(c) + chunk_layers() - 1; l >= first_layer(c); --l)
         units.emplace_back(l, layer_params());
       if (has_embedding(c)) units.emplace_back(-2, embedding_params());
       auto& cb = buckets_[c];
@@ -623,7 +661,7 @@ private:
       compute_waiting("embedding", 0, z_.T * z_.h * z_.E * 2);
       tp_reduce("embedding ", z_.T * z_.h * z_.E);
     }
-    for (int l = first_layer(chunk); l < first_layer(chunk) + L_.layers_per_chunk; ++l) {
+    for (int l = first_layer(chunk); l < first_layer(chunk) + chunk_layers(); ++l) {
       wait_params(chunk, l);
       fsdp_gather(l, layer_params(), "fwd");
       emit_layer_forward(l, "fwd");
@@ -789,7 +827,7 @@ private:
       fsdp_gather(-1, head_params(), "bwd");
       emit_head_backward(reduce);
     }
-    for (int l = first_layer(chunk) + L_.layers_per_chunk - 1; l >= first_layer(chunk); --l) {
+    for (int l = first_layer(chunk) + chunk_layers() - 1; l >= first_layer(chunk); --l) {
       fsdp_gather(l, layer_params(), "bwd");
       emit_layer_backward(chunk, l, reduce);
     }
@@ -843,7 +881,7 @@ private:
   // parallelism each TP rank computes their gradients on its part of the sequence.
   double stage_layernorm_params() const
   {
-    double n = 4 * z_.h * L_.layers_per_chunk * L_.vpp;
+    double n = 4 * z_.h * chunk_layers() * L_.vpp;
     if (stage_ == L_.pp - 1) n += 2 * z_.h;
     return n;
   }
@@ -928,6 +966,9 @@ Workload generate_megatron(const MegatronConfig& cfg, int world)
                          cfg.model.layers, cfg.model.hidden, cfg.model.heads, L.kv_heads, cfg.model.seq_length, L.tp,
                          L.pp, L.dp, L.cp, L.ep, L.vpp > 1 ? fmt::format(" vpp {}", L.vpp) : "", L.microbatches,
                          cfg.training.micro_batch, to_string(cfg.training.recompute), cfg.parallel.zero_stage);
+  if (cfg.parallel.first_stage_layers != 0 || cfg.parallel.last_stage_layers != 0)
+    w.notes.push_back(fmt::format("layers per pipeline stage: {} (first_stage_layers / last_stage_layers)",
+                                  fmt::join(L.stage_layers, ", ")));
   if (L.padded_vocab != cfg.model.vocab)
     w.notes.push_back(fmt::format("vocabulary padded from {} to {} (a multiple of 128 x tp, as Megatron)",
                                   cfg.model.vocab, L.padded_vocab));

@@ -118,7 +118,7 @@ std::vector<StageMemory> megatron_memory(const MegatronConfig& c, int world)
     m.optimizer_bytes = optimizer_per_param * (zero >= 1 ? sharded : m.parameters);
     const InFlight f = count_in_flight(L.pp, st, L.microbatches, L.vpp);
     m.microbatches_in_flight = f.total;
-    double act = f.total * L.layers_per_chunk * per_layer + working;
+    double act = f.total * L.layers_of(st) * per_layer + working;
     if (st == 0) act += f.per_chunk.front() * T * c.model.hidden / sp_share; // the embedding's dropout mask
     if (st == L.pp - 1)
       // The final layernorm's input and the output layer's input (sequence-parallel shards), and the logits the

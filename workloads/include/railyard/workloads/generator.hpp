@@ -60,6 +60,12 @@ struct ParallelSpec {
   int cp = 1;
   int ep = 1;             ///< expert parallelism, carved out of the data-parallel ranks (consecutive dp indices)
   int virtual_stages = 1; ///< > 1: the interleaved schedule with that many model chunks per stage
+  /// Layers of the first and of the last pipeline stage when the layers do not divide evenly (Megatron-core's
+  /// decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers: Llama 3 405B's 126 layers on 16 stages,
+  /// 7 on the first and the last, 8 on each of the 14 others); the other stages share the rest equally. 0: an even
+  /// split. Without interleaving only.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
   bool sequence_parallel = true;
   /// 0: DDP (all-reduce of gradient buckets); 1: distributed optimizer (reduce-scatter of gradients in the last
   /// micro-batch, all-gather of parameters after the step); 2: gradients reduce-scattered in every micro-batch;
@@ -102,9 +108,17 @@ struct MegatronConfig {
 /// dp, pp): rank = tp_i + tp x (cp_i + cp x (dp_i + dp x pp_i)).
 struct MegatronLayout {
   int world = 0, tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vpp = 1;
-  int microbatches = 0;     ///< per pipeline: global_batch / (micro_batch x dp)
-  int layers_per_chunk = 0; ///< layers / (pp x vpp)
-  int padded_vocab = 0;     ///< vocab rounded up to a multiple of 128 x tp (Megatron's make_vocab_size_divisible_by)
+  int microbatches = 0;          ///< per pipeline: global_batch / (micro_batch x dp)
+  int layers_per_chunk = 0;      ///< layers / (pp x vpp); with first/last_stage_layers, the most any stage holds
+  std::vector<int> stage_layers; ///< layers of each model chunk on each stage (all layers_per_chunk when even)
+  std::vector<int> stage_first;  ///< first layer of each stage (its chunk 0)
+  /// First layer of `chunk` on `stage`.
+  [[nodiscard]] int first_layer(int stage, int chunk) const
+  {
+    return stage_first[static_cast<std::size_t>(stage)] + chunk * pp * layers_per_chunk;
+  }
+  [[nodiscard]] int layers_of(int stage) const { return stage_layers[static_cast<std::size_t>(stage)]; }
+  int padded_vocab = 0; ///< vocab rounded up to a multiple of 128 x tp (Megatron's make_vocab_size_divisible_by)
   int kv_heads = 0, ffn_hidden = 0, moe_ffn_hidden = 0;
   bool sequence_parallel = false; ///< effective: requested and tp > 1
   [[nodiscard]] int rank(int tp_i, int cp_i, int dp_i, int pp_i) const

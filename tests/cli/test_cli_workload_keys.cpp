@@ -1,4 +1,5 @@
-// replay keys through `railyard run`: replay.nccl_sms (the SMs a GEMM loses to NCCL's kernels beside it).
+// Workload keys through `railyard run`: replay.nccl_sms (the SMs a GEMM loses to NCCL's kernels beside it), the
+// uneven pipeline split (parallel.first_stage_layers / last_stage_layers).
 #include "cli_support.hpp"
 
 #include <gtest/gtest.h>
@@ -46,7 +47,7 @@ double compute_s(const fs::path& dir, const std::string& replay)
 // With `ideal` communication every collective takes no time, so no GEMM ever runs beside one: its compute time is the
 // kernel model's with all SMs. nccl_sms: false must give exactly that under analytical communication too, and the
 // default (true) more, since backward GEMMs overlap the DP all-reduces and lose one SM per NCCL channel.
-TEST(ReplayKeys, NcclSmsFalseGivesEveryGemmAllItsSms)
+TEST(WorkloadKeys, NcclSmsFalseGivesEveryGemmAllItsSms)
 {
   const fs::path dir = railyard::test::temp_dir("replay_nccl_sms");
   const double ideal = compute_s(dir, "{communication: ideal}");
@@ -63,6 +64,53 @@ TEST(ReplayKeys, NcclSmsFalseGivesEveryGemmAllItsSms)
   const CliResult r = run_cli("run " + bad.string() + " --out " + (dir / "bad").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("nccl_sms"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+// Llama 3 405B ran 126 layers on 16 stages with one layer fewer on the first and last (Megatron-core's
+// decoder_first/last_pipeline_num_layers). Here 14 layers on 4 stages as 3, 4, 4, 3: the notes say so, and the memory
+// model's parameters per stage follow 12 h^2 + 4 h per layer (tp 1; weights of the linear layers and layernorms) plus
+// the embedding's V h on the first stage and the LM head's V h + 2 h on the last.
+TEST(WorkloadKeys, FirstAndLastStageLayers)
+{
+  const fs::path dir = railyard::test::temp_dir("stage_layers");
+  auto scenario = [&](const std::string& parallel) {
+    const fs::path file = dir / "step.yaml";
+    std::ofstream(file) << "name: step\n"
+                           "cluster: {kind: single_node, gpus_per_node: 8}\n"
+                           "profile: " +
+                               kSource +
+                               "/calibration/profiles/dgx_a100_ib_hdr.yaml\n"
+                               "workload:\n"
+                               "  generator: megatron\n"
+                               "  model: {layers: 14, hidden: 1024, heads: 16, seq_length: 512, vocab: 32768}\n"
+                               "  parallel: " +
+                               parallel +
+                               "\n"
+                               "  training: {global_batch: 8}\n"
+                               "  replay: {communication: analytical}\n";
+    return file.string();
+  };
+  const fs::path out = dir / "out";
+  CliResult r = run_cli("run " + scenario("{tp: 1, pp: 4, first_stage_layers: 3, last_stage_layers: 3}") + " --out " +
+                        out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(read_file(out / "summary.json"));
+  bool noted = false;
+  for (const auto& n : j["workload"]["notes"])
+    noted |= n.get<std::string>().find("layers per pipeline stage: 3, 4, 4, 3") != std::string::npos;
+  EXPECT_TRUE(noted) << j["workload"]["notes"];
+  const double h = 1024, V = 32768, layer = 12 * h * h + 4 * h;
+  const double want[] = {3 * layer + V * h, 4 * layer, 4 * layer, 3 * layer + V * h + 2 * h};
+  const auto& stages = j["gpu_memory"][0]["stages"];
+  ASSERT_EQ(stages.size(), 4u);
+  for (int s = 0; s < 4; ++s)
+    EXPECT_DOUBLE_EQ(stages[s]["parameters"].get<double>(), want[s]) << "stage " << s;
+  // Interleaving with an uneven split is refused naming the key.
+  r = run_cli("run " + scenario("{tp: 1, pp: 4, virtual_stages: 2, first_stage_layers: 2}") + " --out " +
+              (dir / "bad").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("first_stage_layers"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
 
