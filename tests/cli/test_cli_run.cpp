@@ -3,6 +3,7 @@
 #include "cli_support.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
 
@@ -126,6 +127,26 @@ TEST(TopoDescribe, BadClusterExitsTwoAndJsonParsesBack)
   EXPECT_EQ(j.exit_code, 0) << j.output;
   // 4 nodes x 8 GPUs in the example.
   EXPECT_NE(j.output.find("\"gpus\": 32"), std::string::npos) << j.output;
+  fs::remove_all(dir);
+}
+
+// Oversubscription between pods: a 3-tier k = 14 fat tree of 98 one-GPU hosts is two pods of 49. At 1:7 between
+// pods each of a pod's 7 aggregation switches keeps one of its 7 core links, so the cut between the pods is 7 x 50
+// GB/s = 350 GB/s, a seventh of the 49 NICs' 2,450 GB/s.
+TEST(TopoDescribe, CoreOversubscriptionBetweenPods)
+{
+  const fs::path dir = temp_dir("topo_core");
+  const fs::path file = dir / "pods.yaml";
+  std::ofstream(file) << "cluster:\n  kind: fat_tree\n  nodes: 98\n  gpus_per_node: 1\n  node: {nvswitch: false}\n"
+                         "  fabric: {tiers: 3, radix: 14, core_oversubscription: '7:1'}\n";
+  const CliResult j = run_cli("topo describe " + file.string() + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  const auto json = nlohmann::json::parse(j.out);
+  EXPECT_DOUBLE_EQ(json["core_oversubscription"].get<double>(), 7.0);
+  EXPECT_DOUBLE_EQ(json["bisection_bytes_per_s"].get<double>(), 7 * 50e9);
+  EXPECT_DOUBLE_EQ(json["full_bisection_bytes_per_s"].get<double>(), 49 * 50e9);
+  const CliResult t = run_cli("topo describe " + file.string());
+  EXPECT_NE(t.out.find("core oversubscription  7:1"), std::string::npos) << t.out;
   fs::remove_all(dir);
 }
 

@@ -223,3 +223,12 @@ TEST(ClusterSpecErrors, BuildTopologyChecksSpecsMadeInCode)
     EXPECT_EQ(e.where().field, "cluster.nodes");
   }
 }
+
+TEST(ClusterSpec, CoreOversubscriptionNeedsACoreTier)
+{
+  expect_error_at("cluster:\n  kind: fat_tree\n  nodes: 2\n  fabric:\n    core_oversubscription: 2\n",
+                  "cluster.fabric.core_oversubscription", "core_oversubscription: 2", "no core tier");
+  expect_error_at("cluster:\n  kind: fat_tree\n  nodes: 2\n  fabric:\n    tiers: 3\n    radix: 8\n"
+                  "    core_oversubscription: 0.5\n",
+                  "cluster.fabric.core_oversubscription", "core_oversubscription: 0.5", "at least 1");
+}

@@ -151,3 +151,31 @@ TEST(Dot, DeterministicWithOneEdgePerCable)
   for (VertexId v = 0; v < t.num_vertices(); ++v)
     EXPECT_NE(dot.find("\"" + t.vertex(v).name + "\" ["), std::string::npos) << t.vertex(v).name;
 }
+
+TEST(Bisection, ThreeTierOversubscribedBetweenPods)
+{
+  // k = 8, 128 one-GPU hosts: 8 pods of 4 edge and 4 aggregation switches. 1:r between pods: each aggregation
+  // switch keeps (k/2) / r of its k/2 core links and only the cores they reach remain, (k/2) x (k/2) / r of them. The
+  // cut between pods 0-3 and 4-7 is 4 pods x 4 aggregation switches x (k/2) / r links.
+  const int k = 8, hosts = 128;
+  auto build = [&](const std::string& core) {
+    return build_from_yaml(fmt::format("cluster:\n  kind: fat_tree\n  nodes: {}\n  gpus_per_node: 1\n"
+                                       "  node: {{nvswitch: false}}\n  fabric: {{tiers: 3, radix: {}, "
+                                       "core_oversubscription: {}}}\n",
+                                       hosts, k, core));
+  };
+  for (const auto& [text, r] : std::vector<std::pair<std::string, int>>{{"1", 1}, {"2", 2}, {"'4:1'", 4}}) {
+    const Topology t = build(text);
+    const auto s = t.summary();
+    const int kept = (k / 2) / r;
+    EXPECT_DOUBLE_EQ(s.bisection.bytes_per_sec(), 4.0 * 4 * kept * kNic) << r;
+    EXPECT_DOUBLE_EQ(s.core_oversubscription, r);
+    EXPECT_DOUBLE_EQ(s.oversubscription, 1.0); // the edge is untouched
+    ASSERT_EQ(s.switches_by_tier.size(), 3U);
+    EXPECT_EQ(s.switches_by_tier[2], std::make_pair(std::string("core"), (k / 2) * kept)) << r;
+    // topology_size counts what build_topology builds.
+    const auto size = topology_size(t.spec(), {});
+    EXPECT_EQ(size.links, t.num_links()) << r;
+    EXPECT_EQ(size.switches, static_cast<std::size_t>(k * (k / 2) * 2 + (k / 2) * kept)) << r;
+  }
+}

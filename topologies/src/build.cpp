@@ -64,10 +64,11 @@ TopologySize topology_size(const ClusterSpec& spec, const InputLocation& where)
     if (spec.tiers == 3) {
       const auto pods = static_cast<std::size_t>(detail::ceil_div(static_cast<long long>(nics),
                                                                   static_cast<long long>(half * half)));
+      const auto core_up = static_cast<std::size_t>(detail::aggregation_uplinks(spec));
       leaves = pods * half;
       tier2 = pods * uplinks;
-      cores = uplinks * half;
-      up_cables = leaves * uplinks + tier2 * half;
+      cores = uplinks * core_up;
+      up_cables = leaves * uplinks + tier2 * core_up;
     } else {
       leaves = static_cast<std::size_t>(detail::ceil_div(static_cast<long long>(nics), spec.leaf_downlinks));
       tier2 = uplinks;
@@ -173,6 +174,7 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
     leaf_v[l] = b.add_vertex(VertexKind::Leaf, 1, -1, leaf_rail[l], leaf_group[l], fmt::format("leaf{}", l));
 
   const int uplinks = detail::leaf_uplinks(spec);
+  const int core_up = detail::aggregation_uplinks(spec); // 3-tier: core uplinks per aggregation switch
   std::vector<VertexId> tier2_v;
   std::vector<VertexId> core_v;
   if (three_tier) {
@@ -181,7 +183,7 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
     for (int p = 0; p < pods; ++p)
       for (int a = 0; a < uplinks; ++a)
         tier2_v.push_back(b.add_vertex(VertexKind::Spine, 2, -1, -1, p, fmt::format("agg{}", p * uplinks + a)));
-    for (int c = 0; c < uplinks * half; ++c)
+    for (int c = 0; c < uplinks * core_up; ++c)
       core_v.push_back(b.add_vertex(VertexKind::Core, 3, -1, -1, -1, fmt::format("core{}", c)));
   } else if (spec.kind == ClusterKind::FatTree || spec.kind == ClusterKind::RailOptimized) {
     for (int s = 0; s < uplinks; ++s)
@@ -204,11 +206,12 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
         b.add_cable(leaf_v[e], tier2_v[pod * uplinks + a], LinkKind::LeafSpine, spec.fabric_bandwidth,
                     spec.fabric_latency);
     }
-    // Aggregation switch a of every pod connects to cores a*(k/2) .. a*(k/2)+k/2-1.
+    // Aggregation switch a of every pod connects to cores a*u .. a*u+u-1, u = the core uplinks it keeps (k/2 without
+    // core oversubscription).
     for (int p = 0; p < pods; ++p)
       for (int a = 0; a < uplinks; ++a)
-        for (int j = 0; j < half; ++j)
-          b.add_cable(tier2_v[p * uplinks + a], core_v[a * half + j], LinkKind::SpineCore, spec.fabric_bandwidth,
+        for (int j = 0; j < core_up; ++j)
+          b.add_cable(tier2_v[p * uplinks + a], core_v[a * core_up + j], LinkKind::SpineCore, spec.fabric_bandwidth,
                       spec.fabric_latency);
   } else {
     for (VertexId leaf : leaf_v)

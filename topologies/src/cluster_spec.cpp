@@ -78,6 +78,12 @@ int leaf_uplinks(const ClusterSpec& spec)
   return std::max(1, static_cast<int>(std::ceil(exact - 1e-9)));
 }
 
+int aggregation_uplinks(const ClusterSpec& spec)
+{
+  const double exact = (spec.radix / 2) / spec.core_oversubscription;
+  return std::max(1, static_cast<int>(std::ceil(exact - 1e-9)));
+}
+
 namespace {
 
 std::optional<SpecProblem> check_bandwidth(const char* field, BytesPerSec v)
@@ -156,6 +162,17 @@ std::optional<SpecProblem> find_problem(const ClusterSpec& s)
                                    s.oversubscription),
                        "write 1 for a non-blocking fabric, or a ratio such as 2 or '3:1'"};
 
+  if (!std::isfinite(s.core_oversubscription) || s.core_oversubscription < 1.0)
+    return SpecProblem{"fabric.core_oversubscription",
+                       fmt::format("core_oversubscription is aggregation downlink : core uplink bandwidth and must be "
+                                   "at least 1 (got {:g})",
+                                   s.core_oversubscription),
+                       "write 1 for a non-blocking core, or a ratio such as 7 or '7:1'"};
+  if (s.core_oversubscription > 1.0 && !(s.kind == ClusterKind::FatTree && s.tiers == 3))
+    return SpecProblem{"fabric.core_oversubscription",
+                       "core_oversubscription is the oversubscription between the pods of a 3-tier fat tree, and this "
+                       "fabric has no core tier",
+                       "use fabric.oversubscription for the leaf uplinks, or kind: fat_tree with tiers: 3"};
   if (s.kind == ClusterKind::FatTree && s.tiers == 3) {
     if (s.radix < 4 || s.radix % 2 != 0)
       return SpecProblem{"fabric.radix",
@@ -287,12 +304,14 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
     if (auto v = nic->get("latency")) s.nic_latency = v->as_seconds();
   }
   if (auto fabric = cluster.get("fabric")) {
-    fabric->expect_keys({"tiers", "leaf_downlinks", "radix", "oversubscription", "link_bandwidth", "link_latency"});
+    fabric->expect_keys({"tiers", "leaf_downlinks", "radix", "oversubscription", "core_oversubscription",
+                         "link_bandwidth", "link_latency"});
     if (auto v = fabric->get("tiers"))
       s.tiers = static_cast<int>(v->as_int(2, 3, "tiers are 2 (leaf/spine) or 3 (k-ary fat tree)"));
     if (auto v = fabric->get("leaf_downlinks")) s.leaf_downlinks = parse_count(*v);
     if (auto v = fabric->get("radix")) s.radix = parse_count(*v);
     if (auto v = fabric->get("oversubscription")) s.oversubscription = parse_ratio(*v);
+    if (auto v = fabric->get("core_oversubscription")) s.core_oversubscription = parse_ratio(*v);
     if (auto v = fabric->get("link_bandwidth")) s.fabric_bandwidth = v->as_bandwidth();
     if (auto v = fabric->get("link_latency")) s.fabric_latency = v->as_seconds();
   }

@@ -27,6 +27,8 @@ constexpr long long ceil_div(long long a, long long b)
 
 /// Leaf (3-tier: edge) uplinks: the leaf's downlink ports divided by the oversubscription, rounded up.
 int leaf_uplinks(const ClusterSpec& spec);
+/// Core uplinks each aggregation switch of a 3-tier fat tree keeps: radix/2 / core_oversubscription.
+int aggregation_uplinks(const ClusterSpec& spec);
 
 /// Downlink ports of one leaf: k/2 in a 3-tier k-ary fat tree, leaf_downlinks otherwise.
 int leaf_downlink_ports(const ClusterSpec& spec);

@@ -129,6 +129,9 @@ TopologySummary Topology::summary() const
     if (up.bytes_per_sec() > 0)
       s.oversubscription = (spec_.nic_bandwidth * static_cast<double>(detail::leaf_downlink_ports(spec_))) / up;
   }
+  // Between pods (3-tier fat tree): an aggregation switch's k/2 edge downlinks over the core uplinks it keeps.
+  if (spec_.kind == ClusterKind::FatTree && spec_.tiers == 3)
+    s.core_oversubscription = (spec_.radix / 2) / static_cast<double>(detail::aggregation_uplinks(spec_));
   return s;
 }
 
@@ -179,6 +182,7 @@ nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySumma
   j["bisection_bytes_per_s"] = s.bisection.bytes_per_sec();
   j["full_bisection_bytes_per_s"] = s.full_bisection.bytes_per_sec();
   j["oversubscription"] = s.oversubscription;
+  if (spec.kind == ClusterKind::FatTree && spec.tiers == 3) j["core_oversubscription"] = s.core_oversubscription;
   return j;
 }
 

@@ -48,6 +48,9 @@ struct ClusterSpec {
   int leaf_downlinks = 32;                      ///< leaf ports facing NICs (fat_tree 2-tier, rail kinds)
   int radix = 0;                                ///< k for a 3-tier k-ary fat tree
   double oversubscription = 1.0;                ///< downlink : uplink bandwidth at the leaf (2 means 2:1)
+  /// 3-tier fat tree: downlink : uplink bandwidth at the aggregation switches, between pods (7 means 1:7 between
+  /// pods): each keeps radix/2 / core_oversubscription of its core uplinks, and only the cores they reach remain.
+  double core_oversubscription = 1.0;
   BytesPerSec fabric_bandwidth = units::Gbps(400); ///< each switch-to-switch link, per direction
   Seconds fabric_latency = units::us(0.6);          ///< each switch-to-switch hop, including switching
 
@@ -88,6 +91,7 @@ struct TopologySummary {
   BytesPerSec bisection{0};          ///< max flow from the first half of the nodes to the second half
   BytesPerSec full_bisection{0};     ///< what a non-blocking fabric would give: half the NIC bandwidth
   double oversubscription = 1.0;     ///< leaf downlink : uplink bandwidth
+  double core_oversubscription = 1.0; ///< 3-tier fat tree: aggregation downlink : core uplink bandwidth, as built
 };
 
 /// The summary as JSON (used by `railyard topo describe --json` and by summary.json); bandwidths in bytes per second.
