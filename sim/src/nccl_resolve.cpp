@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 namespace railyard::sim {
@@ -156,7 +157,13 @@ NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology&
     // one GPU per node the NVLink budget of derive_graphs does not apply; a two-GPU node with one NIC gives the same
     // NIC bound without its (g - 1) / g term, which is zero for one GPU.
     node.gpus = std::max(2, ppn);
-    node.nics = std::max(1, std::min(node.nics, ppn));
+    // The NICs NCCL finds for the communicator's GPUs of one node: one each, or fewer where GPUs share a NIC
+    // (cluster nic.per_node below the GPUs per node).
+    std::set<topo::VertexId> nics;
+    const int first_node = per_node.begin()->first;
+    for (int r : ranks_)
+      if (topology.node_of(r) == first_node) nics.insert(topology.nic_vertex(r));
+    node.nics = std::max(1, std::min(node.nics, static_cast<int>(nics.size())));
     const auto graphs = models::derive_graphs(node, nnodes, settings_.channels);
     models::NcclTuningInput in;
     in.nranks = static_cast<int>(ranks_.size());

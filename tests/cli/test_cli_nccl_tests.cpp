@@ -571,3 +571,41 @@ TEST(NcclTestsCli, TheIssuingThreadOfMinusGAndMinusTShapesSmallSizes)
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--host-cost"), std::string::npos) << r.output;
 }
+
+// Nodes with fewer NICs than GPUs (nic.per_node): two nodes of 8 H100s, a ring all-reduce of 1 GiB forced. Across
+// nodes every byte crosses the node's NICs, so busbw can reach at most NICs x 50 GB/s, and halving the NICs halves
+// it (the GPUs that share a NIC share its 400 Gb/s).
+TEST(NcclTestsCli, GpusSharingANicShareItsBandwidth)
+{
+  const fs::path dir = railyard::test::temp_dir("nics_per_node");
+  auto busbw = [&](int nics) {
+    const fs::path file = dir / "two.yaml";
+    std::ofstream(file) << "name: two\ncluster:\n  kind: rail_optimized\n  nodes: 2\n  gpus_per_node: 8\n"
+                           "  nic: {bandwidth: 400 Gb/s, per_node: " +
+                               std::to_string(nics) + "}\n  fabric: {leaf_downlinks: 32}\nnccl: {system: dgx_h100}\n";
+    const CliResult r = run_cli("nccl-tests --scenario " + file.string() + " -b 1G -e 1G --algo ring");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::istringstream in(r.out);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.find(" float ") != std::string::npos && line[0] != '#') { // the table's data row
+        std::istringstream f(line);
+        std::string size, count, type, redop, root, time, algbw, bus;
+        f >> size >> count >> type >> redop >> root >> time >> algbw >> bus;
+        return std::stod(bus);
+      }
+    return -1.0;
+  };
+  const double eight = busbw(8), four = busbw(4), two = busbw(2);
+  EXPECT_LE(eight, 8 * 50.0);
+  EXPECT_GT(eight, 0.9 * 8 * 50.0);
+  EXPECT_NEAR(four / eight, 0.5, 0.01);
+  EXPECT_NEAR(two / eight, 0.25, 0.01);
+  // 3 NICs cannot serve 8 GPUs evenly: refused naming the key.
+  const fs::path bad = dir / "bad.yaml";
+  std::ofstream(bad) << "name: bad\ncluster:\n  kind: rail_optimized\n  nodes: 2\n  gpus_per_node: 8\n"
+                        "  nic: {per_node: 3}\n";
+  const CliResult r = run_cli("nccl-tests --scenario " + bad.string() + " -b 1M -e 1M");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("nic.per_node"), std::string::npos) << r.output;
+}

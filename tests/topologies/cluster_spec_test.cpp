@@ -232,3 +232,9 @@ TEST(ClusterSpec, CoreOversubscriptionNeedsACoreTier)
                   "    core_oversubscription: 0.5\n",
                   "cluster.fabric.core_oversubscription", "core_oversubscription: 0.5", "at least 1");
 }
+
+TEST(ClusterSpec, NicsPerNodeDivideTheGpus)
+{
+  expect_error_at("cluster:\n  kind: rail_optimized\n  nodes: 2\n  gpus_per_node: 8\n  nic:\n    per_node: 3\n",
+                  "cluster.nic.per_node", "per_node: 3", "do not divide");
+}

@@ -179,3 +179,29 @@ TEST(Bisection, ThreeTierOversubscribedBetweenPods)
     EXPECT_EQ(size.switches, static_cast<std::size_t>(k * (k / 2) * 2 + (k / 2) * kept)) << r;
   }
 }
+
+TEST(Bisection, NodesWithFewerNicsThanGpus)
+{
+  // 4 nodes x 8 GPUs with 4 NICs per node (GPUs 2k and 2k+1 share NIC k), rail-optimized: 4 rails, so 4 leaves per
+  // scalable unit; each NIC cabled to its rail's leaf, each GPU by PCIe to its NIC. The cut between nodes 0-1 and 2-3
+  // is their 8 NICs x 50 GB/s, which is also the full bisection (NICs, not GPUs, at line rate).
+  const Topology t = build_from_yaml("cluster:\n  kind: rail_optimized\n  nodes: 4\n  gpus_per_node: 8\n"
+                                     "  nic: {per_node: 4}\n  fabric: {leaf_downlinks: 32}\n");
+  const auto s = t.summary();
+  EXPECT_EQ(s.gpus, 32);
+  EXPECT_EQ(s.nics, 16);
+  ASSERT_FALSE(s.switches_by_tier.empty());
+  EXPECT_EQ(s.switches_by_tier[0], std::make_pair(std::string("leaf"), 4));
+  EXPECT_DOUBLE_EQ(s.bisection.bytes_per_sec(), 8 * kNic);
+  EXPECT_DOUBLE_EQ(s.full_bisection.bytes_per_sec(), 8 * kNic);
+  // GPUs 2k and 2k+1 of a node reach the fabric through the same NIC vertex; 2k and 2k+2 through different ones.
+  for (int node = 0; node < 4; ++node)
+    for (int k = 0; k < 4; ++k) {
+      const int g = node * 8 + 2 * k;
+      EXPECT_EQ(t.nic_vertex(g), t.nic_vertex(g + 1));
+      if (k < 3) EXPECT_NE(t.nic_vertex(g), t.nic_vertex(g + 2));
+    }
+  const auto size = topology_size(t.spec(), {});
+  EXPECT_EQ(size.links, t.num_links());
+  EXPECT_EQ(size.vertices, t.num_vertices());
+}

@@ -52,8 +52,9 @@ TopologySize topology_size(const ClusterSpec& spec, const InputLocation& where)
 {
   // The counts build_topology's loops produce, kind by kind (keep the two in step; tests compare them).
   validate(spec, where);
-  const std::size_t nics = static_cast<std::size_t>(spec.gpus());
-  const std::size_t gpn = static_cast<std::size_t>(spec.gpus_per_node);
+  const std::size_t gpus = static_cast<std::size_t>(spec.gpus());
+  const std::size_t nics = static_cast<std::size_t>(spec.nics());
+  const std::size_t rails = static_cast<std::size_t>(spec.nics_of_node()); // NICs per node: the rails
   const std::size_t half = static_cast<std::size_t>(spec.radix / 2);
   const std::size_t uplinks = static_cast<std::size_t>(detail::leaf_uplinks(spec));
   std::size_t leaves = 0, tier2 = 0, cores = 0, up_cables = 0;
@@ -76,20 +77,21 @@ TopologySize topology_size(const ClusterSpec& spec, const InputLocation& where)
     }
     break;
   case ClusterKind::RailOptimized:
-    leaves = static_cast<std::size_t>(detail::ceil_div(spec.nodes, spec.leaf_downlinks)) * gpn;
+    leaves = static_cast<std::size_t>(detail::ceil_div(spec.nodes, spec.leaf_downlinks)) * rails;
     tier2 = uplinks;
     up_cables = leaves * tier2;
     break;
   case ClusterKind::RailOnly:
-    leaves = gpn;
+    leaves = rails;
     break;
   }
   TopologySize s;
   const std::size_t nvswitches = spec.nvswitch ? static_cast<std::size_t>(spec.nodes) : 0;
   s.leaves = leaves;
   s.switches = leaves + tier2 + cores;
-  s.vertices = 2 * nics + nvswitches + s.switches;
-  const std::size_t cables = nics * (spec.nvswitch ? 2 : 1) + (leaves > 0 ? nics : 0) + up_cables;
+  s.vertices = gpus + nics + nvswitches + s.switches;
+  // Per GPU its PCIe cable to its NIC (and its NVLink to the NVSwitch), per NIC its cable to a leaf.
+  const std::size_t cables = gpus * (spec.nvswitch ? 2 : 1) + (leaves > 0 ? nics : 0) + up_cables;
   s.links = 2 * cables;
   return s;
 }
@@ -100,7 +102,8 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
 
   GraphBuilder b(spec);
   const int gpn = spec.gpus_per_node;
-  const int nics = spec.gpus();
+  const int rails = spec.nics_of_node(); // NICs per node
+  const int nics = spec.nics();          // NIC i = node x rails + rail
 
   // Leaf of each NIC (index into `leaves`) and the group (pod or scalable unit) of each leaf, decided first so that
   // GPUs and NICs can carry their leaf's group.
@@ -135,37 +138,40 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
     // A scalable unit holds leaf_downlinks nodes and one leaf per rail; rail r of every node in it meets on one leaf.
     const int units = static_cast<int>(detail::ceil_div(spec.nodes, spec.leaf_downlinks));
     for (int su = 0; su < units; ++su)
-      for (int r = 0; r < gpn; ++r) {
+      for (int r = 0; r < rails; ++r) {
         leaf_group.push_back(su);
         leaf_rail.push_back(r);
       }
     for (int i = 0; i < nics; ++i)
-      leaf_of_nic[i] = (i / gpn) / spec.leaf_downlinks * gpn + i % gpn;
+      leaf_of_nic[i] = (i / rails) / spec.leaf_downlinks * rails + i % rails;
     break;
   }
   case ClusterKind::RailOnly:
-    for (int r = 0; r < gpn; ++r) {
+    for (int r = 0; r < rails; ++r) {
       leaf_group.push_back(-1);
       leaf_rail.push_back(r);
     }
     for (int i = 0; i < nics; ++i)
-      leaf_of_nic[i] = i % gpn;
+      leaf_of_nic[i] = i % rails;
     break;
   }
 
   // Vertices: per node GPUs, NICs, NVSwitch; then the fabric switches tier by tier.
-  std::vector<VertexId> gpu_v(nics), nic_v(nics);
+  const int gpus = spec.gpus();
+  auto nic_of_gpu = [&](int g) { return (g / gpn) * rails + spec.nic_of_local(g % gpn); };
+  std::vector<VertexId> gpu_v(gpus), nic_v(nics);
   std::vector<VertexId> nvsw_v(spec.nodes, 0);
   for (int n = 0; n < spec.nodes; ++n) {
     for (int l = 0; l < gpn; ++l) {
       const int i = n * gpn + l;
-      const int group = leaf_of_nic[i] >= 0 ? leaf_group[leaf_of_nic[i]] : -1;
+      const int nic = nic_of_gpu(i);
+      const int group = leaf_of_nic[nic] >= 0 ? leaf_group[leaf_of_nic[nic]] : -1;
       gpu_v[i] = b.add_vertex(VertexKind::Gpu, 0, n, l, group, fmt::format("gpu{}.{}", n, l));
     }
-    for (int l = 0; l < gpn; ++l) {
-      const int i = n * gpn + l;
+    for (int r = 0; r < rails; ++r) {
+      const int i = n * rails + r;
       const int group = leaf_of_nic[i] >= 0 ? leaf_group[leaf_of_nic[i]] : -1;
-      nic_v[i] = b.add_vertex(VertexKind::Nic, 0, n, l, group, fmt::format("nic{}.{}", n, l));
+      nic_v[i] = b.add_vertex(VertexKind::Nic, 0, n, r, group, fmt::format("nic{}.{}", n, r));
     }
     if (spec.nvswitch) nvsw_v[n] = b.add_vertex(VertexKind::NvSwitch, 0, n, -1, -1, fmt::format("nvsw{}", n));
   }
@@ -191,10 +197,10 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
   }
 
   // Cables inside the nodes (NVLink and PCIe), then NIC to leaf, then leaf up, then aggregation to core.
-  for (int i = 0; i < nics; ++i) {
+  for (int i = 0; i < gpus; ++i) {
     if (spec.nvswitch)
       b.add_cable(gpu_v[i], nvsw_v[i / gpn], LinkKind::NvLink, spec.nvlink_bandwidth, spec.nvlink_latency);
-    b.add_cable(gpu_v[i], nic_v[i], LinkKind::Pcie, spec.pcie_bandwidth, spec.pcie_latency);
+    b.add_cable(gpu_v[i], nic_v[nic_of_gpu(i)], LinkKind::Pcie, spec.pcie_bandwidth, spec.pcie_latency);
   }
   for (int i = 0; i < nics; ++i)
     if (leaf_of_nic[i] >= 0)

@@ -162,6 +162,13 @@ std::optional<SpecProblem> find_problem(const ClusterSpec& s)
                                    s.oversubscription),
                        "write 1 for a non-blocking fabric, or a ratio such as 2 or '3:1'"};
 
+  if (s.nics_per_node < 0 || (s.nics_per_node > 0 && s.gpus_per_node % s.nics_per_node != 0))
+    return SpecProblem{"nic.per_node",
+                       fmt::format("{} NICs per node do not divide the node's {} GPUs evenly (the GPUs of one PCIe "
+                                   "switch share its NIC)",
+                                   s.nics_per_node, s.gpus_per_node),
+                       fmt::format("give a divisor of {}, e.g. {} or {}", s.gpus_per_node, s.gpus_per_node,
+                                   std::max(1, s.gpus_per_node / 2))};
   if (!std::isfinite(s.core_oversubscription) || s.core_oversubscription < 1.0)
     return SpecProblem{"fabric.core_oversubscription",
                        fmt::format("core_oversubscription is aggregation downlink : core uplink bandwidth and must be "
@@ -174,18 +181,19 @@ std::optional<SpecProblem> find_problem(const ClusterSpec& s)
                        "fabric has no core tier",
                        "use fabric.oversubscription for the leaf uplinks, or kind: fat_tree with tiers: 3"};
   if (s.kind == ClusterKind::FatTree && s.tiers == 3) {
+    const long long nics = s.nics();
     if (s.radix < 4 || s.radix % 2 != 0)
       return SpecProblem{"fabric.radix",
                          fmt::format("a 3-tier k-ary fat tree needs an even switch radix k >= 4 (got {})", s.radix),
-                         fmt::format("set radix to an even number of switch ports such as {}", radix_that_fits(gpus))};
+                         fmt::format("set radix to an even number of switch ports such as {}", radix_that_fits(nics))};
     const long long half = s.radix / 2;
-    const long long pods = ceil_div(gpus, half * half);
+    const long long pods = ceil_div(nics, half * half);
     if (pods > s.radix)
       return SpecProblem{
           "fabric.radix",
           fmt::format("a k={} fat tree has {} pods and {} host ports, but {} NICs need {} pods", s.radix, s.radix,
-                      s.radix * half * half, gpus, pods),
-          fmt::format("use radix {} or more (k^3/4 >= {} NICs), or fewer GPUs", radix_that_fits(gpus), gpus)};
+                      s.radix * half * half, nics, pods),
+          fmt::format("use radix {} or more (k^3/4 >= {} NICs), or fewer GPUs", radix_that_fits(nics), nics)};
   }
   if (s.kind == ClusterKind::RailOnly && s.nodes > s.leaf_downlinks)
     return SpecProblem{"nodes",
@@ -299,7 +307,8 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
     if (auto v = node->get("pcie_latency")) s.pcie_latency = v->as_seconds();
   }
   if (auto nic = cluster.get("nic")) {
-    nic->expect_keys({"bandwidth", "latency"});
+    nic->expect_keys({"bandwidth", "latency", "per_node"});
+    if (auto v = nic->get("per_node")) s.nics_per_node = parse_count(*v);
     if (auto v = nic->get("bandwidth")) s.nic_bandwidth = v->as_bandwidth();
     if (auto v = nic->get("latency")) s.nic_latency = v->as_seconds();
   }

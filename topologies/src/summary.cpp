@@ -117,7 +117,7 @@ TopologySummary Topology::summary() const
     }
     s.bisection = BytesPerSec(static_cast<double>(net.max_flow(source, sink)));
     // The smaller half's NICs at line rate: (gpus / 2) x NIC bandwidth when the node count is even.
-    const int smaller = std::min(half_nodes, spec_.nodes - half_nodes) * spec_.gpus_per_node;
+    const int smaller = std::min(half_nodes, spec_.nodes - half_nodes) * spec_.nics_of_node();
     s.full_bisection = spec_.nic_bandwidth * static_cast<double>(smaller);
   }
 

@@ -56,10 +56,17 @@ void Topology::build_tables()
   for (VertexId v = 0; v < nv; ++v) {
     const Vertex& x = graph_[v];
     if (x.kind != VertexKind::Gpu && x.kind != VertexKind::Nic) continue;
-    if (x.node < 0 || x.node >= spec_.nodes || x.local < 0 || x.local >= spec_.gpus_per_node)
+    const int locals = x.kind == VertexKind::Gpu ? spec_.gpus_per_node : spec_.nics_of_node();
+    if (x.node < 0 || x.node >= spec_.nodes || x.local < 0 || x.local >= locals)
       throw std::invalid_argument(
           fmt::format("vertex {} has node {} local {} outside the spec", x.name, x.node, x.local));
-    (x.kind == VertexKind::Gpu ? gpu_vertices_ : nic_vertices_)[x.node * spec_.gpus_per_node + x.local] = v;
+    if (x.kind == VertexKind::Gpu) {
+      gpu_vertices_[x.node * spec_.gpus_per_node + x.local] = v;
+    } else {
+      // The NIC of every GPU that shares it (one per GPU unless nic.per_node is smaller).
+      for (int l = 0; l < spec_.gpus_per_node; ++l)
+        if (spec_.nic_of_local(l) == x.local) nic_vertices_[x.node * spec_.gpus_per_node + l] = v;
+    }
   }
   for (int g = 0; g < gpus; ++g)
     if (gpu_vertices_[g] == kNoVertex || nic_vertices_[g] == kNoVertex)

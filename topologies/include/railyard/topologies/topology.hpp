@@ -41,7 +41,9 @@ struct ClusterSpec {
   BytesPerSec pcie_bandwidth = units::GBps(64);    ///< GPU <-> NIC, per direction (PCIe Gen5 x16)
   Seconds pcie_latency = units::us(0.5);
 
-  // NICs and fabric: one NIC per GPU.
+  // NICs and fabric: nics_per_node NICs per node (one per GPU by default), GPU l of a node on NIC
+  // l / (gpus_per_node / nics_per_node): the GPUs of one PCIe switch share its NIC.
+  int nics_per_node = 0;                        ///< 0: one per GPU; else a divisor of gpus_per_node
   BytesPerSec nic_bandwidth = units::Gbps(400); ///< per direction (ConnectX-7 NDR 400 Gb/s)
   Seconds nic_latency = units::us(1.0);         ///< NIC to leaf, including the NIC's own processing
   int tiers = 2;                                ///< fat_tree: 2 (leaf/spine) or 3 (k-ary fat tree)
@@ -55,6 +57,10 @@ struct ClusterSpec {
   Seconds fabric_latency = units::us(0.6);          ///< each switch-to-switch hop, including switching
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
+  [[nodiscard]] int nics_of_node() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
+  [[nodiscard]] int nics() const { return nodes * nics_of_node(); }
+  /// The NIC (0..nics_of_node()-1) GPU `local` of a node uses.
+  [[nodiscard]] int nic_of_local(int local) const { return local / (gpus_per_node / nics_of_node()); }
 };
 
 /// Parses and validates a `cluster:` section. Errors name file, line, field, the rule broken and the fix.
