@@ -18,10 +18,10 @@ namespace {
 
 const std::string kSource = RAILYARD_SOURCE_DIR;
 
-// Mean compute seconds per rank of one step of a small GPT on a DGX A100 (its profile has a `gemm:` block, so GEMMs
-// are timed by waves of tiles over the SMs), tp 2 and dp 4: the gradient all-reduces of the DP buckets run on their
-// own stream beside the backward GEMMs.
-double compute_s(const fs::path& dir, const std::string& replay)
+// A generated step on one DGX A100 (its profile has a `gemm:` block): the workload's model, parallel, training and
+// replay flow maps as given. Returns the file.
+std::string a100_step(const fs::path& dir, const std::string& model, const std::string& parallel,
+                      const std::string& training, const std::string& replay)
 {
   const fs::path file = dir / "step.yaml";
   std::ofstream(file) << "name: step\n"
@@ -31,14 +31,22 @@ double compute_s(const fs::path& dir, const std::string& replay)
                              "/calibration/profiles/dgx_a100_ib_hdr.yaml\n"
                              "workload:\n"
                              "  generator: megatron\n"
-                             "  model: {layers: 4, hidden: 2048, heads: 16, seq_length: 1024, vocab: 32768}\n"
-                             "  parallel: {tp: 2, zero: 0, bucket_params: 1e6}\n"
-                             "  training: {global_batch: 16, micro_batch: 2}\n"
-                             "  replay: " +
-                             replay + "\n";
+                             "  model: " +
+                             model + "\n  parallel: " + parallel + "\n  training: " + training +
+                             "\n  replay: " + replay + "\n";
+  return file.string();
+}
+
+// Mean compute seconds per rank of one step of a small GPT on the DGX A100 (GEMMs timed by waves of tiles over the
+// SMs), tp 2 and dp 4: the gradient all-reduces of the DP buckets run on their own stream beside the backward GEMMs.
+double compute_s(const fs::path& dir, const std::string& replay)
+{
+  const std::string file =
+      a100_step(dir, "{layers: 4, hidden: 2048, heads: 16, seq_length: 1024, vocab: 32768}",
+                "{tp: 2, zero: 0, bucket_params: 1e6}", "{global_batch: 16, micro_batch: 2}", replay);
   const fs::path out = dir / "out";
   fs::remove_all(out);
-  const CliResult r = run_cli("run " + file.string() + " --out " + out.string());
+  const CliResult r = run_cli("run " + file + " --out " + out.string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   if (r.exit_code != 0) return -1;
   return nlohmann::json::parse(read_file(out / "summary.json"))["breakdown_mean_over_ranks"]["compute_s"].get<double>();
@@ -75,21 +83,8 @@ TEST(WorkloadKeys, FirstAndLastStageLayers)
 {
   const fs::path dir = railyard::test::temp_dir("stage_layers");
   auto scenario = [&](const std::string& parallel) {
-    const fs::path file = dir / "step.yaml";
-    std::ofstream(file) << "name: step\n"
-                           "cluster: {kind: single_node, gpus_per_node: 8}\n"
-                           "profile: " +
-                               kSource +
-                               "/calibration/profiles/dgx_a100_ib_hdr.yaml\n"
-                               "workload:\n"
-                               "  generator: megatron\n"
-                               "  model: {layers: 14, hidden: 1024, heads: 16, seq_length: 512, vocab: 32768}\n"
-                               "  parallel: " +
-                               parallel +
-                               "\n"
-                               "  training: {global_batch: 8}\n"
-                               "  replay: {communication: analytical}\n";
-    return file.string();
+    return a100_step(dir, "{layers: 14, hidden: 1024, heads: 16, seq_length: 512, vocab: 32768}", parallel,
+                     "{global_batch: 8}", "{communication: analytical}");
   };
   const fs::path out = dir / "out";
   CliResult r = run_cli("run " + scenario("{tp: 1, pp: 4, first_stage_layers: 3, last_stage_layers: 3}") + " --out " +

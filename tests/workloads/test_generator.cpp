@@ -31,12 +31,20 @@ MegatronConfig small_gpt()
   return c;
 }
 
+// FLOPs of one rank's program, summed over its compute ops.
+double program_flops(const Workload& w, int rank)
+{
+  double sum = 0;
+  for (const Op& op : w.graph_of(rank).ops())
+    if (op.kind == OpKind::Compute) sum += op.flops;
+  return sum;
+}
+
 double total_flops(const Workload& w)
 {
   double sum = 0;
   for (int r = 0; r < w.world_size(); ++r)
-    for (const Op& op : w.graph_of(r).ops())
-      if (op.kind == OpKind::Compute) sum += op.flops;
+    sum += program_flops(w, r);
   return sum;
 }
 
@@ -450,19 +458,6 @@ TEST(Generator, MemoryBoundKernelsOfALayerMoveTheirTensors)
   EXPECT_DOUBLE_EQ(fwd, 54 * sbh + 9 * as2b);
   EXPECT_DOUBLE_EQ(bwd, 80 * sbh + 11 * as2b);
 }
-
-namespace {
-
-// Forward FLOPs of one program (pipeline stage), summed over its compute ops.
-double program_flops(const Workload& w, int rank)
-{
-  double sum = 0;
-  for (const Op& op : w.graph_of(rank).ops())
-    if (op.kind == OpKind::Compute) sum += op.flops;
-  return sum;
-}
-
-} // namespace
 
 // Megatron-core's uneven split (decoder_first/last_pipeline_num_layers), as Llama 3 405B ran 126 layers on 16
 // stages: 14 layers on 4 stages as 3, 4, 4, 3. The step's FLOPs are still 72 B s l h^2 (1 + s/(6h) + V/(12 l h))
