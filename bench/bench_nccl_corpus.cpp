@@ -103,18 +103,6 @@ bool held_out(const std::string& id, std::uint64_t seed)
   return (splitmix64(h ^ seed) & 1) == 1;
 }
 
-std::optional<models::CollectiveKind> kind_of(const std::string& s)
-{
-  using K = models::CollectiveKind;
-  static const std::map<std::string, K> kinds{
-      {"all_reduce", K::AllReduce}, {"all_gather", K::AllGather}, {"reduce_scatter", K::ReduceScatter},
-      {"alltoall", K::AllToAll},    {"broadcast", K::Broadcast},  {"reduce", K::Reduce},
-      {"sendrecv", K::SendRecv}};
-  auto it = kinds.find(s);
-  if (it == kinds.end()) return std::nullopt;
-  return it->second;
-}
-
 // NCCL_* settings of the row that change what NCCL runs, as the scenario and the sweep take them; the others
 // (buffer sizes, transports' tuning) are not modelled and are listed in the report.
 struct Env {
@@ -126,12 +114,8 @@ struct Env {
 Env parse_env(const Point& p)
 {
   Env e;
-  static const std::map<std::string, std::string> algos{
-      {"Ring", "ring"}, {"Tree", "tree"}, {"NVLS", "nvls"}, {"NVLSTree", "nvlstree"}, {"CollNet", "collnetdirect"}};
-  if (!p.at("forced_algo").empty()) {
-    auto it = algos.find(p.at("forced_algo"));
-    e.algo = it != algos.end() ? it->second : p.at("forced_algo");
-  }
+  // NCCL_ALGO as the source forced it: NCCL reads the names without regard to case (Ring, NVLSTree, ...).
+  if (!p.at("forced_algo").empty()) e.algo = p.at("forced_algo");
   if (!p.at("forced_proto").empty()) e.proto = p.at("forced_proto");
   std::string env = p.at("other_env");
   if (auto paren = env.find(" ("); paren != std::string::npos) env = env.substr(0, paren);
@@ -255,7 +239,7 @@ int main(int argc, char** argv)
         ++left_out["neither a time nor a busbw above zero"];
         continue;
       }
-      const auto kind = kind_of(p.at("collective"));
+      const auto kind = models::collective_from_string(p.at("collective"));
       if (!kind) {
         ++left_out["collective not simulated: " + p.at("collective")];
         continue;

@@ -126,11 +126,10 @@ void add_run_command(CLI::App& app, Action* action)
           constexpr double kGiB = 1024.0 * 1024 * 1024;
           const auto& m = g.stages[static_cast<std::size_t>(g.peak_stage)];
           std::cout << fmt::format(
-              "memory per GPU{}: peak {:.1f} GiB on pipeline stage {}{} (weights {:.1f}, gradients {:.1f}, optimizer "
-              "{:.1f}, activations {:.1f}, NCCL buffers {:.1f} GiB){}\n",
+              "memory per GPU{}: peak {:.1f} GiB on pipeline stage {}{} ({}){}\n",
               g.job.empty() ? "" : fmt::format(" (job {})", g.job), g.peak_bytes() / kGiB, g.peak_stage,
-              g.capacity_bytes > 0 ? fmt::format(" of {:.1f} GiB", g.capacity_bytes / kGiB) : "", m.weight_bytes / kGiB,
-              m.gradient_bytes / kGiB, m.optimizer_bytes / kGiB, m.activation_bytes / kGiB, m.nccl_buffer_bytes / kGiB,
+              g.capacity_bytes > 0 ? fmt::format(" of {:.1f} GiB", g.capacity_bytes / kGiB) : "",
+              scn::memory_breakdown(m),
               g.capacity_bytes <= 0 ? "   (the GPU's memory is unknown: training.memory_limit_GiB gives it)"
               : g.checked           ? ""
               : g.peak_bytes() > g.capacity_bytes ? "   DOES NOT FIT (training.memory_check: false)"

@@ -52,8 +52,7 @@ void print_table(const topo::ClusterSpec& spec, const topo::TopologySummary& s, 
   }
   rows.emplace_back("leaf oversubscription",
                     s.switches_by_tier.empty() ? "none (no fabric)" : ratio(s.oversubscription));
-  if (spec.kind == topo::ClusterKind::FatTree && spec.tiers == 3)
-    rows.emplace_back("core oversubscription", ratio(s.core_oversubscription));
+  if (spec.has_core_tier()) rows.emplace_back("core oversubscription", ratio(s.core_oversubscription));
 
   std::size_t width = 0;
   for (const auto& row : rows)

@@ -7,7 +7,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
 
 namespace railyard::scenario {
 
@@ -20,28 +19,12 @@ std::string gib(double bytes)
   return fmt::format("{:.1f}", bytes / kGiB);
 }
 
-std::string breakdown(const workloads::StageMemory& m)
+// The stage whose GPUs need the most (the first of equals).
+int peak_stage(const std::vector<workloads::StageMemory>& stages)
 {
-  return fmt::format("weights {}, gradients {}, optimizer states {}, activations {} (of {} forward passes held), "
-                     "NCCL buffers {} GiB",
-                     gib(m.weight_bytes), gib(m.gradient_bytes), gib(m.optimizer_bytes), gib(m.activation_bytes),
-                     m.microbatches_in_flight, gib(m.nccl_buffer_bytes));
-}
-
-// The stage needing the most once `nccl` (per stage) is added, and its total.
-std::pair<int, double> peak(const std::vector<workloads::StageMemory>& stages, const std::vector<double>& nccl)
-{
-  int at = 0;
-  double most = -1;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    workloads::StageMemory m = stages[s];
-    m.nccl_buffer_bytes = nccl[std::min(s, nccl.size() - 1)];
-    if (m.total_bytes() > most) {
-      most = m.total_bytes();
-      at = static_cast<int>(s);
-    }
-  }
-  return {at, most};
+  const auto most = std::max_element(stages.begin(), stages.end(),
+                                     [](const auto& a, const auto& b) { return a.total_bytes() < b.total_bytes(); });
+  return static_cast<int>(most - stages.begin());
 }
 
 // Single changes to the layout that bring the peak under `capacity`, NCCL's buffers taken as they are now (their
@@ -49,38 +32,37 @@ std::pair<int, double> peak(const std::vector<workloads::StageMemory>& stages, c
 std::vector<std::string> fixes(const workloads::MegatronConfig& c, int world, double nccl, double capacity)
 {
   std::vector<std::pair<std::string, workloads::MegatronConfig>> tries;
-  for (int z = c.parallel.zero_stage + 1; z <= 3; ++z) {
-    auto v = c;
-    v.parallel.zero_stage = z;
-    tries.emplace_back(fmt::format("parallel.zero: {}", z), v);
-  }
-  if (c.training.recompute != workloads::Recompute::Full) {
-    auto v = c;
-    v.training.recompute = workloads::Recompute::Full;
-    tries.emplace_back("training.recompute: full", v);
-  }
-  if (c.training.micro_batch > 1) {
-    auto v = c;
-    v.training.micro_batch = c.training.micro_batch / 2;
-    tries.emplace_back(fmt::format("training.micro_batch: {}", v.training.micro_batch), v);
+  auto change = [&](std::string what, auto&& edit) {
+    workloads::MegatronConfig v = c;
+    edit(v);
+    tries.emplace_back(std::move(what), std::move(v));
+  };
+  for (int z = c.parallel.zero_stage + 1; z <= 3; ++z)
+    change(fmt::format("parallel.zero: {}", z), [z](auto& v) { v.parallel.zero_stage = z; });
+  if (c.training.recompute != workloads::Recompute::Full)
+    change("training.recompute: full", [](auto& v) { v.training.recompute = workloads::Recompute::Full; });
+  if (c.training.micro_batch > 1)
+    change(fmt::format("training.micro_batch: {}", c.training.micro_batch / 2),
+           [](auto& v) { v.training.micro_batch /= 2; });
+  for (int f : {2, 4}) {
+    change(fmt::format("parallel.pp: {}", c.parallel.pp * f), [f](auto& v) {
+      v.parallel.pp *= f;
+      v.parallel.dp = 0;
+    });
   }
   for (int f : {2, 4}) {
-    auto v = c;
-    v.parallel.pp = c.parallel.pp * f;
-    v.parallel.dp = 0;
-    tries.emplace_back(fmt::format("parallel.pp: {}", v.parallel.pp), v);
-  }
-  for (int f : {2, 4}) {
-    auto v = c;
-    v.parallel.tp = c.parallel.tp * f;
-    v.parallel.dp = 0;
-    tries.emplace_back(fmt::format("parallel.tp: {}", v.parallel.tp), v);
+    change(fmt::format("parallel.tp: {}", c.parallel.tp * f), [f](auto& v) {
+      v.parallel.tp *= f;
+      v.parallel.dp = 0;
+    });
   }
   std::vector<std::string> out;
   for (const auto& [what, v] : tries) {
     try {
-      const auto stages = workloads::megatron_memory(v, world);
-      const double most = peak(stages, {nccl}).second;
+      auto stages = workloads::megatron_memory(v, world);
+      for (auto& st : stages)
+        st.nccl_buffer_bytes = nccl;
+      const double most = stages[static_cast<std::size_t>(peak_stage(stages))].total_bytes();
       if (most <= capacity) out.push_back(fmt::format("{} (peak {} GiB)", what, gib(most)));
     } catch (const InputError&) {
       // Not a valid layout on this cluster (layers, heads or GPUs not divisible): not offered.
@@ -90,6 +72,14 @@ std::vector<std::string> fixes(const workloads::MegatronConfig& c, int world, do
 }
 
 } // namespace
+
+std::string memory_breakdown(const workloads::StageMemory& m)
+{
+  return fmt::format("weights {}, gradients {}, optimizer states {}, activations {} (of {} forward passes held), "
+                     "NCCL buffers {} GiB",
+                     gib(m.weight_bytes), gib(m.gradient_bytes), gib(m.optimizer_bytes), gib(m.activation_bytes),
+                     m.microbatches_in_flight, gib(m.nccl_buffer_bytes));
+}
 
 double nccl_buffer_bytes(const workloads::Workload& w, int rank, const topo::Topology& topology,
                          const sim::NcclSettings& settings, const std::function<int(int)>& global)
@@ -122,13 +112,13 @@ GpuMemoryReport check_gpu_memory(const WorkloadSpec& spec, const workloads::Work
   const int world = w.world_size();
   r.stages = workloads::megatron_memory(c, world);
   const workloads::MegatronLayout L = workloads::resolve_layout(c, world);
-  std::vector<double> nccl;
+  double most_nccl = 0;
   for (std::size_t s = 0; s < r.stages.size(); ++s) {
     const int rank = L.rank(0, 0, 0, static_cast<int>(s));
     r.stages[s].nccl_buffer_bytes = nccl_buffer_bytes(w, rank, topology, settings, global);
-    nccl.push_back(r.stages[s].nccl_buffer_bytes);
+    most_nccl = std::max(most_nccl, r.stages[s].nccl_buffer_bytes);
   }
-  r.peak_stage = peak(r.stages, nccl).first;
+  r.peak_stage = peak_stage(r.stages);
   if (spec.memory_limit_GiB) {
     r.capacity_bytes = *spec.memory_limit_GiB * kGiB;
     r.capacity_source = "training.memory_limit_GiB";
@@ -141,7 +131,7 @@ GpuMemoryReport check_gpu_memory(const WorkloadSpec& spec, const workloads::Work
   r.checked = spec.memory_check && r.capacity_bytes > 0;
   if (r.checked && r.peak_bytes() > r.capacity_bytes) {
     const auto& m = r.stages[static_cast<std::size_t>(r.peak_stage)];
-    const auto ok = fixes(c, world, *std::max_element(nccl.begin(), nccl.end()), r.capacity_bytes);
+    const auto ok = fixes(c, world, most_nccl, r.capacity_bytes);
     std::string fix = ok.empty() ? "no single change of ZeRO stage, recompute, micro-batch, pp or tp fits; combine "
                                    "them, or use more GPUs"
                                  : fmt::format("one of: {}", fmt::join(ok, "; "));
@@ -150,7 +140,7 @@ GpuMemoryReport check_gpu_memory(const WorkloadSpec& spec, const workloads::Work
                      fmt::format("{}the layout does not fit in GPU memory: pipeline stage {} needs {} GiB per GPU ({}) "
                                  "and {} offers {} GiB (workloads/README.md, \"Memory\")",
                                  job.empty() ? "" : fmt::format("job '{}': ", job), r.peak_stage, gib(r.peak_bytes()),
-                                 breakdown(m), r.capacity_source, gib(r.capacity_bytes)),
+                                 memory_breakdown(m), r.capacity_source, gib(r.capacity_bytes)),
                      fix);
   }
   return r;

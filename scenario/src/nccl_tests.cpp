@@ -200,7 +200,7 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     // The issuing thread: each iteration it enqueues the calls of its GPUs; kernels queue on the streams, so back
     // to back iterations take the longer of the GPUs and the thread (models/host_issue.hpp).
     row.device_time = row.time;
-    if (options.host.per_call.seconds() > 0 || options.host.per_channel.seconds() > 0) {
+    if (options.host.modelled()) {
       row.host_time = models::host_issue_time(options.host, run.gpus_per_thread, row.call.channels.value_or(1));
       row.time = models::back_to_back_time(row.device_time, row.host_time);
     }
@@ -271,7 +271,7 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
   out << (run.coupled ? "# Railyard: communication coupled (each channel one fluid flow; --communication flows runs "
                         "every transfer)\n"
                       : "# Railyard: communication flows (every transfer on the network)\n");
-  const bool host = o.host.per_call.seconds() > 0 || o.host.per_channel.seconds() > 0;
+  const bool host = o.host.modelled();
   if (host)
     out << fmt::format("# Railyard: each thread issues {} call(s) per iteration at {:g} us per call + {:g} us per "
                        "channel; sizes marked 'host-bound' are timed by the thread\n",

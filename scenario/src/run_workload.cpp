@@ -105,6 +105,12 @@ std::vector<std::vector<int>> place_jobs(const Scenario& sc)
   return out;
 }
 
+/// The cluster GPU of rank r of a job placed on `nodes` (its ranks fill them in order, g GPUs per node).
+int job_gpu(const std::vector<int>& nodes, int gpus_per_node, int r)
+{
+  return nodes[static_cast<std::size_t>(r / gpus_per_node)] * gpus_per_node + r % gpus_per_node;
+}
+
 /// One workload of the cluster's GPUs from the jobs' own: job j's rank r runs on GPU nodes[j][r / g] x g + r % g
 /// (g GPUs per node), its communicators and programs carried over; GPUs of no job (or of a job not in `include`)
 /// run nothing.
@@ -122,9 +128,7 @@ workloads::Workload combine_jobs(const std::vector<workloads::Workload>& jobs, c
     w.source += fmt::format(" {} ({})", names[j], job.source);
     for (const auto& note : job.notes)
       w.notes.push_back(names[j] + ": " + note);
-    auto gpu_of = [&](int r) {
-      return nodes[j][static_cast<std::size_t>(r / gpus_per_node)] * gpus_per_node + r % gpus_per_node;
-    };
+    auto gpu_of = [&](int r) { return job_gpu(nodes[j], gpus_per_node, r); };
     const auto comm0 = static_cast<std::int32_t>(w.communicators.size());
     for (const auto& c : job.communicators) {
       std::vector<int> ranks;
@@ -485,7 +489,7 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
         const int gpn = scenario.cluster.gpus_per_node;
         result.gpu_memory.push_back(check_gpu_memory(
             job.workload, job_workloads.back(), topology, scenario.nccl, profile.get(),
-            [&nodes, gpn](int r) { return nodes[static_cast<std::size_t>(r / gpn)] * gpn + r % gpn; }, job.name));
+            [&nodes, gpn](int r) { return job_gpu(nodes, gpn, r); }, job.name));
       }
       result.jobs.push_back(JobResult{job.name, job.gpus, job.placement, job_nodes[result.jobs.size()], Seconds(0),
                                       Seconds(0), o.model_flops});

@@ -199,7 +199,9 @@ TEST(Bisection, NodesWithFewerNicsThanGpus)
     for (int k = 0; k < 4; ++k) {
       const int g = node * 8 + 2 * k;
       EXPECT_EQ(t.nic_vertex(g), t.nic_vertex(g + 1));
-      if (k < 3) EXPECT_NE(t.nic_vertex(g), t.nic_vertex(g + 2));
+      if (k < 3) {
+        EXPECT_NE(t.nic_vertex(g), t.nic_vertex(g + 2));
+      }
     }
   const auto size = topology_size(t.spec(), {});
   EXPECT_EQ(size.links, t.num_links());

@@ -111,7 +111,7 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
   std::vector<int> leaf_group;
   std::vector<int> leaf_rail;
   const int half = spec.radix / 2;
-  const bool three_tier = spec.kind == ClusterKind::FatTree && spec.tiers == 3;
+  const bool three_tier = spec.has_core_tier();
   int pods = 0;
   switch (spec.kind) {
   case ClusterKind::SingleNode:

@@ -68,7 +68,7 @@ namespace detail {
 
 int leaf_downlink_ports(const ClusterSpec& spec)
 {
-  return spec.kind == ClusterKind::FatTree && spec.tiers == 3 ? spec.radix / 2 : spec.leaf_downlinks;
+  return spec.has_core_tier() ? spec.radix / 2 : spec.leaf_downlinks;
 }
 
 int leaf_uplinks(const ClusterSpec& spec)
@@ -175,12 +175,12 @@ std::optional<SpecProblem> find_problem(const ClusterSpec& s)
                                    "at least 1 (got {:g})",
                                    s.core_oversubscription),
                        "write 1 for a non-blocking core, or a ratio such as 7 or '7:1'"};
-  if (s.core_oversubscription > 1.0 && !(s.kind == ClusterKind::FatTree && s.tiers == 3))
+  if (s.core_oversubscription > 1.0 && !s.has_core_tier())
     return SpecProblem{"fabric.core_oversubscription",
                        "core_oversubscription is the oversubscription between the pods of a 3-tier fat tree, and this "
                        "fabric has no core tier",
                        "use fabric.oversubscription for the leaf uplinks, or kind: fat_tree with tiers: 3"};
-  if (s.kind == ClusterKind::FatTree && s.tiers == 3) {
+  if (s.has_core_tier()) {
     const long long nics = s.nics();
     if (s.radix < 4 || s.radix % 2 != 0)
       return SpecProblem{"fabric.radix",

@@ -130,7 +130,7 @@ TopologySummary Topology::summary() const
       s.oversubscription = (spec_.nic_bandwidth * static_cast<double>(detail::leaf_downlink_ports(spec_))) / up;
   }
   // Between pods (3-tier fat tree): an aggregation switch's k/2 edge downlinks over the core uplinks it keeps.
-  if (spec_.kind == ClusterKind::FatTree && spec_.tiers == 3)
+  if (spec_.has_core_tier())
     s.core_oversubscription = (spec_.radix / 2) / static_cast<double>(detail::aggregation_uplinks(spec_));
   return s;
 }
@@ -182,7 +182,7 @@ nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySumma
   j["bisection_bytes_per_s"] = s.bisection.bytes_per_sec();
   j["full_bisection_bytes_per_s"] = s.full_bisection.bytes_per_sec();
   j["oversubscription"] = s.oversubscription;
-  if (spec.kind == ClusterKind::FatTree && spec.tiers == 3) j["core_oversubscription"] = s.core_oversubscription;
+  if (spec.has_core_tier()) j["core_oversubscription"] = s.core_oversubscription;
   return j;
 }
 

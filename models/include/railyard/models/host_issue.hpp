@@ -17,6 +17,8 @@ namespace railyard::models {
 struct HostIssueCost {
   Seconds per_call{0};    ///< per call, whatever its size
   Seconds per_channel{0}; ///< added for each channel the call launches
+  /// Some cost is given: the thread is modelled (all zero: the device time alone).
+  [[nodiscard]] bool modelled() const { return per_call.seconds() > 0 || per_channel.seconds() > 0; }
 };
 
 /// Host time of one iteration: `calls` calls (one per GPU the thread drives) of `channels` channels each.

@@ -37,6 +37,10 @@ struct GpuMemoryReport {
   }
 };
 
+/// "weights 12.5, gradients 25.0, optimizer states 74.9, activations 8.8 (of 1 forward passes held), NCCL buffers
+/// 0.2 GiB": one stage's parts, for messages and the run's summary line.
+std::string memory_breakdown(const workloads::StageMemory& m);
+
 /// Bytes of NCCL buffers one rank holds: for each of its communicators of two ranks or more, one receive connection
 /// per channel NCCL sets up (the communicator's channels after ncclTopoPostset), each with the three protocols'
 /// default buffers. `global` maps a workload rank to its GPU on the topology.

@@ -57,6 +57,8 @@ struct ClusterSpec {
   Seconds fabric_latency = units::us(0.6);          ///< each switch-to-switch hop, including switching
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
+  /// A 3-tier k-ary fat tree: pods of edge and aggregation switches under a core tier.
+  [[nodiscard]] bool has_core_tier() const { return kind == ClusterKind::FatTree && tiers == 3; }
   [[nodiscard]] int nics_of_node() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
   [[nodiscard]] int nics() const { return nodes * nics_of_node(); }
   /// The NIC (0..nics_of_node()-1) GPU `local` of a node uses.
