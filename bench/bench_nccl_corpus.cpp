@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -201,6 +202,10 @@ int main(int argc, char** argv)
   app.add_flag("--all-flags", all_flags, "keep the rows whose flag doubts the measurement");
   CLI11_PARSE(app, argc, argv);
   try {
+    // Refused before the simulations, not after them: an existing file is never overwritten.
+    if (std::error_code ec; !csv_path.empty() && std::filesystem::exists(csv_path, ec))
+      throw InputError({csv_path, 0, "--csv"}, "the file exists and would be overwritten",
+                       "give a path that does not exist yet, or remove the file first");
     const std::vector<Point> points = read_points(points_path);
     const YamlNode systems_file = YamlNode::load_file(systems_path);
     const YamlNode systems = systems_file.at("systems");
