@@ -163,6 +163,7 @@ Replayed replay(const workloads::MegatronConfig& cfg, int gpus, sim::CommModel c
   o.trace_ranks = trace_rank0 ? std::vector<int>{0} : std::vector<int>{};
   o.model_flops = workloads::megatron_model_flops(cfg);
   o.nccl_sms = g_nccl_sms;
+  if (prof.framework) o.host = sim::host_model_of(*prof.framework); // the profile's framework costs, when it has them
   o.lower = [&](const models::CollectiveCall& call, const InputLocation& where) {
     return models::lower(sim::lowering_input(sim::resolve_call(call, t, nccl, where), t, nccl, Seconds(0)));
   };

@@ -4,7 +4,10 @@
 
 #include "railyard/calibration/calibrate.hpp"
 #include "railyard/calibration/profile.hpp"
+#include "railyard/common/csv.hpp"
 #include "railyard/common/error.hpp"
+#include "railyard/common/output_file.hpp"
+#include "railyard/scenario/step_calibration.hpp"
 
 #include <fmt/format.h>
 
@@ -20,6 +23,13 @@ namespace {
 
 struct CalibrateCliOptions {
   std::vector<std::string> from;
+  std::string steps;
+  std::string scenario;
+  double fit_fraction = 0.5;
+  std::uint64_t seed = 1;
+  int max_evaluations = 200;
+  std::string framework;
+  std::string predictions;
   std::string out;
   std::string system;
   std::string description;
@@ -70,8 +80,87 @@ void print_summary(const calibration::CalibrationResult& r, std::ostream& out)
     out << "note: " << n << "\n";
 }
 
+void print_errors(const char* what, const scenario::StepErrors& e, std::ostream& out)
+{
+  out << fmt::format("{:<28} {:>5} {:>9} {:>9} {:>9} {:>10} {:>9}\n", what, e.n,
+                     fmt::format("{:.1f}%", 100 * e.geomean), fmt::format("{:+.1f}%", 100 * e.bias),
+                     fmt::format("{:+.1f}%", 100 * e.worst), fmt::format("{:.0f}%", 100 * e.within_8),
+                     fmt::format("{:.3f}", e.spearman));
+}
+
+// The profile never replaces one of the measurements it is fitted from.
+void refuse_output_over_input(const std::string& out_path, const std::vector<std::string>& inputs, const char* option)
+{
+  namespace fs = std::filesystem;
+  std::error_code ec_out;
+  const fs::path out = fs::weakly_canonical(fs::absolute(out_path, ec_out), ec_out);
+  for (const auto& input : inputs) {
+    std::error_code ec, ec_in;
+    const fs::path in = fs::weakly_canonical(fs::absolute(input, ec_in), ec_in);
+    if (fs::equivalent(out_path, input, ec) || (!ec_out && !ec_in && out == in))
+      throw InputError({out_path, 0, option}, fmt::format("the file to write is the input '{}'", input),
+                       "name a new file, e.g. --out my_cluster.yaml");
+  }
+}
+
+int run_calibrate_steps(const CalibrateCliOptions& o)
+{
+  if (o.scenario.empty())
+    throw InputError({"", 0, "--scenario"}, "--steps needs the base scenario the rows complete",
+                     "add --scenario BASE.yaml (cluster, nccl, profile and a generated workload)");
+  refuse_output_over_input(o.out, {o.steps, o.scenario}, "--out");
+  if (!o.predictions.empty()) {
+    refuse_output_over_input(o.predictions, {o.steps, o.scenario, o.out}, "--predictions");
+    if (std::filesystem::exists(o.predictions))
+      throw InputError({o.predictions, 0, "--predictions"}, "the predictions file exists already",
+                       "name a new file, or remove the old one first");
+  }
+  if (o.max_evaluations < 5)
+    throw InputError({"", 0, "--max-evaluations"}, "the fit needs at least 5 evaluations (its first simplex)",
+                     "write e.g. --max-evaluations 200");
+  scenario::StepFitOptions options;
+  options.scenario = o.scenario;
+  options.fit_fraction = o.fit_fraction;
+  options.seed = o.seed;
+  options.max_evaluations = o.max_evaluations;
+  options.framework_name = o.framework;
+  auto result = scenario::calibrate_steps(o.steps, options);
+  if (!o.system.empty()) result.profile.system = o.system;
+  if (!o.description.empty()) result.profile.description = o.description;
+  calibration::write_profile(result.profile, o.out);
+  if (!o.predictions.empty())
+    write_file_replacing(o.predictions, [&](std::ostream& out) {
+      CsvWriter w(out);
+      w.record("line", "half", "configuration", "measured_s", "device_alone_s", "device_alone_error", "framework_s",
+               "framework_error");
+      for (const auto& r : result.rows)
+        w.record(r.line, r.fit ? "fit" : "held-out", r.label, r.measured_s, r.device_s, r.device_s / r.measured_s - 1,
+                 r.framework_s, r.framework_s / r.measured_s - 1);
+    });
+  const auto& f = *result.profile.framework;
+  std::cout << fmt::format("framework model from {} measured steps ({} evaluations): {:.4g} us per kernel, {:.4g} us "
+                           "per communication call, {:.4g} us per micro-batch, {:.4g} us per step\n",
+                           result.rows.size(), result.evaluations, f.launch.seconds() * 1e6,
+                           f.collective.seconds() * 1e6, f.microbatch.seconds() * 1e6, f.step.seconds() * 1e6);
+  std::cout << fmt::format("{:<28} {:>5} {:>9} {:>9} {:>9} {:>10} {:>9}\n", "simulated vs measured", "rows", "geomean",
+                           "bias", "worst", "within 8%", "spearman");
+  print_errors("device alone, fit half", result.device_fit, std::cout);
+  print_errors("device alone, held-out", result.device_held_out, std::cout);
+  print_errors("with framework, fit half", result.framework_fit, std::cout);
+  print_errors("with framework, held-out", result.framework_held_out, std::cout);
+  std::cout << "wrote " << o.out << (o.predictions.empty() ? "" : " and " + o.predictions) << "\n";
+  return 0;
+}
+
 int run_calibrate(const CalibrateCliOptions& o)
 {
+  if (!o.steps.empty() && !o.from.empty())
+    throw InputError({"", 0, "--steps"}, "--steps and --from fit different things",
+                     "run calibrate once with --from (nccl-tests logs, kernel CSVs) and once with --steps");
+  if (!o.steps.empty()) return run_calibrate_steps(o);
+  if (o.from.empty())
+    throw InputError({"", 0, "--from"}, "nothing to calibrate from",
+                     "give --from LOGS_OR_CSVS..., or --steps FILE.csv --scenario BASE.yaml");
   calibration::CalibrateOptions options;
   options.system = o.system;
   options.description = o.description;
@@ -89,19 +178,7 @@ int run_calibrate(const CalibrateCliOptions& o)
                      "write e.g. --split-above 0.05 for 5%");
   options.piecewise.max_pieces = o.max_pieces;
   options.piecewise.split_above_max_rel_error = o.split_above;
-  // The profile never replaces one of the measurements it is fitted from.
-  {
-    namespace fs = std::filesystem;
-    std::error_code ec_out;
-    const fs::path out = fs::weakly_canonical(fs::absolute(o.out, ec_out), ec_out);
-    for (const auto& input : calibration::expand_inputs(o.from)) {
-      std::error_code ec, ec_in;
-      const fs::path in = fs::weakly_canonical(fs::absolute(input, ec_in), ec_in);
-      if (fs::equivalent(o.out, input, ec) || (!ec_out && !ec_in && out == in))
-        throw InputError({o.out, 0, "--out"}, fmt::format("the profile to write is the input '{}'", input),
-                         "name a new file for --out, e.g. --out my_cluster.yaml");
-    }
-  }
+  refuse_output_over_input(o.out, calibration::expand_inputs(o.from), "--out");
   const auto result = calibration::calibrate(o.from, options);
   calibration::write_profile(result.profile, o.out);
   print_summary(result, std::cout);
@@ -127,9 +204,28 @@ void add_calibrate_command(CLI::App& app, Action* action)
       "refused with the file, line and fix; exit code 2). The algorithm and protocol of a log come from "
       "NCCL_ALGO / NCCL_PROTO lines in it, or from its file name (e.g. all_reduce_ring_ll128.log); otherwise "
       "'auto' (NCCL's own choice).");
-  cmd->add_option("--from", opts->from, "nccl-tests logs, calibration CSVs, or folders holding them")
-      ->required()
-      ->expected(1, -1);
+  cmd->add_option("--from", opts->from, "nccl-tests logs, calibration CSVs, or folders holding them")->expected(1, -1);
+  cmd->add_option(
+      "--steps", opts->steps,
+      "measured training step times (CSV): fit the framework's host costs (per kernel, per communication call, "
+      "per micro-batch, per step) instead; columns are dotted scenario keys (workload.model.layers, "
+      "workload.parallel.tp, ...), "
+      "'gpus' and 'step_time_s' or 'step_time_ms' (vTrain's ground-truth column names are read too); "
+      "needs --scenario");
+  cmd->add_option("--scenario", opts->scenario,
+                  "with --steps: the base scenario each row completes (cluster, nccl, profile, a generated workload); "
+                  "the profile written is its profile plus the fitted 'framework:' block");
+  cmd->add_option("--fit-fraction", opts->fit_fraction,
+                  "with --steps: share of the rows the fit may use; the rest are held out and only reported "
+                  "(default 0.5)");
+  cmd->add_option("--seed", opts->seed, "with --steps: seed of the fit / held-out split (default 1)");
+  cmd->add_option("--max-evaluations", opts->max_evaluations,
+                  "with --steps: most objective evaluations of the fit, each replaying every fit row (default 200)");
+  cmd->add_option("--framework", opts->framework,
+                  "with --steps: name of the measured stack, stored in the profile (e.g. Megatron-DeepSpeed)");
+  cmd->add_option("--predictions", opts->predictions,
+                  "with --steps: write each row's measured and simulated times (device alone and with the fitted "
+                  "framework) and its half to this CSV (a new file)");
   cmd->add_option(
          "--out", opts->out,
          "profile YAML to write (written to a temporary file beside it, then renamed; never one of the --from inputs)")

@@ -267,6 +267,25 @@ KernelModel read_kernel(const YamlNode& n, const std::set<std::string>& inputs)
   return k;
 }
 
+FrameworkModel read_framework(const YamlNode& n, const std::set<std::string>& inputs)
+{
+  n.expect_keys({"name", "launch_us", "collective_us", "microbatch_us", "step_us", "sync_after_p2p", "source", "fit"});
+  FrameworkModel f;
+  f.line = n.where().line;
+  f.name = n.string_or("name", "");
+  f.launch = read_us(n.at("launch_us"));
+  f.collective = read_us(n.at("collective_us"));
+  f.microbatch = read_us(n.at("microbatch_us"));
+  f.step = read_us(n.at("step_us"));
+  f.sync_after_p2p = n.bool_or("sync_after_p2p", true);
+  const auto source = n.at("source");
+  f.source = source.as_string();
+  if (f.source.empty())
+    source.fail("empty source", "say what the numbers were fitted to (railyard calibrate --steps writes it)");
+  if (const auto fit = n.get("fit")) f.fit = read_fit(*fit, inputs);
+  return f;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Writing
 
@@ -403,7 +422,7 @@ Profile parse_profile(const std::string& text, const std::string& name)
   const YamlNode root = YamlNode::load_string(text, name);
   if (!root.is_map()) root.fail("a profile is a YAML map", "start the file with 'railyard_profile: 1'");
   root.expect_keys({"railyard_profile", "system", "description", "created_by", "gpu", "nccl", "inputs", "links",
-                    "collectives", "kernel"});
+                    "collectives", "kernel", "framework"});
   Profile p;
   p.file = name;
   const auto version = root.at("railyard_profile");
@@ -472,6 +491,7 @@ Profile parse_profile(const std::string& text, const std::string& name)
     }
 
   if (const auto k = root.get("kernel")) p.kernel = read_kernel(*k, input_paths);
+  if (const auto f = root.get("framework")) p.framework = read_framework(*f, input_paths);
   return p;
 }
 
@@ -607,6 +627,19 @@ std::string profile_to_yaml(const Profile& p)
       out << YAML::Key << "sms" << YAML::Value << k.gemm->sms_source;
       out << YAML::EndMap << YAML::EndMap;
     }
+    out << YAML::EndMap;
+  }
+  if (p.framework) {
+    const auto& f = *p.framework;
+    out << YAML::Key << "framework" << YAML::Value << YAML::BeginMap;
+    if (!f.name.empty()) out << YAML::Key << "name" << YAML::Value << f.name;
+    out << YAML::Key << "launch_us" << YAML::Value << num(f.launch.seconds() * 1e6);
+    out << YAML::Key << "collective_us" << YAML::Value << num(f.collective.seconds() * 1e6);
+    out << YAML::Key << "microbatch_us" << YAML::Value << num(f.microbatch.seconds() * 1e6);
+    out << YAML::Key << "step_us" << YAML::Value << num(f.step.seconds() * 1e6);
+    out << YAML::Key << "sync_after_p2p" << YAML::Value << f.sync_after_p2p;
+    out << YAML::Key << "source" << YAML::Value << f.source;
+    if (f.fit) emit_fit(out, "fit", *f.fit);
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

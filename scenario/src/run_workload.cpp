@@ -48,6 +48,32 @@ workloads::Workload load_workload(const Scenario& sc, ReplayOptions& options)
   return workloads::read_aicb_physical_workload(spec.trace_paths.front(), spec.layer);
 }
 
+// The default communication model when the scenario names none: collectives as coupled flows on a multi-node fabric
+// (contention between everything in flight, with DCQCN and PFC where the network turns them on, in seconds at
+// thousands of GPUs); per-step flows inside one node. Returns the note saying so, or "" when the scenario chose.
+std::string default_communication(const Scenario& scenario, ReplayOptions& options)
+{
+  if (scenario.workload->communication_given) return {};
+  const bool coupled = scenario.cluster.nodes > 1;
+  options.comm = coupled ? CommModel::Coupled : CommModel::Flows;
+  return coupled ? "communication: coupled, the default on a multi-node cluster (replay.communication names another: "
+                   "flows, analytical or ideal)"
+                 : "communication: flows, the default inside one node";
+}
+
+// The framework's host costs: the profile's fitted framework model on generated steps (replay.framework: false
+// leaves the host out, the idealised device alone).
+std::optional<calibration::FrameworkModel> framework_model(const Scenario& scenario,
+                                                           const calibration::Profile* profile, ReplayOptions& options)
+{
+  if (!profile || !profile->framework || !scenario.workload->framework ||
+      scenario.workload->kind != WorkloadSpec::Kind::Megatron)
+    return std::nullopt;
+  const auto& f = *profile->framework;
+  options.host = host_model_of(f);
+  return f;
+}
+
 /// The nodes each job of `jobs:` takes, in the order its ranks fill them (JobSpec::Placement).
 std::vector<std::vector<int>> place_jobs(const Scenario& sc)
 {
@@ -114,9 +140,9 @@ int job_gpu(const std::vector<int>& nodes, int gpus_per_node, int r)
 /// One workload of the cluster's GPUs from the jobs' own: job j's rank r runs on GPU nodes[j][r / g] x g + r % g
 /// (g GPUs per node), its communicators and programs carried over; GPUs of no job (or of a job not in `include`)
 /// run nothing.
-workloads::Workload combine_jobs(const std::vector<workloads::Workload>& jobs, const std::vector<std::vector<int>>& nodes,
-                                 const std::vector<std::string>& names, int gpus_per_node, int world,
-                                 const std::vector<char>& include)
+workloads::Workload combine_jobs(const std::vector<workloads::Workload>& jobs,
+                                 const std::vector<std::vector<int>>& nodes, const std::vector<std::string>& names,
+                                 int gpus_per_node, int world, const std::vector<char>& include)
 {
   workloads::Workload w;
   w.source = "jobs:";
@@ -238,14 +264,10 @@ nlohmann::ordered_json congestion_json(const std::vector<CollectiveRun>& runs)
     }
     if (f.empty()) continue;
     std::sort(f.begin(), f.end());
-    kinds[kKindNames[k]] = {{"calls", f.size()},
-                            {"time_s", time},
-                            {"alone_s", alone},
-                            {"factor", alone > 0 ? time / alone : 1.0},
-                            {"p50", quantile(f, 0.5)},
-                            {"p90", quantile(f, 0.9)},
-                            {"p99", quantile(f, 0.99)},
-                            {"max", f.back()},
+    kinds[kKindNames[k]] = {{"calls", f.size()},        {"time_s", time},
+                            {"alone_s", alone},         {"factor", alone > 0 ? time / alone : 1.0},
+                            {"p50", quantile(f, 0.5)},  {"p90", quantile(f, 0.9)},
+                            {"p99", quantile(f, 0.99)}, {"max", f.back()},
                             {"histogram", hist}};
   }
   j["by_group"] = kinds;
@@ -343,7 +365,8 @@ nlohmann::ordered_json gpu_memory_json(const std::vector<GpuMemoryReport>& repor
   for (const auto& g : reports) {
     nlohmann::ordered_json j;
     if (!g.job.empty()) j["job"] = g.job;
-    j["capacity_bytes"] = g.capacity_bytes > 0 ? nlohmann::ordered_json(g.capacity_bytes) : nlohmann::ordered_json(nullptr);
+    j["capacity_bytes"] =
+        g.capacity_bytes > 0 ? nlohmann::ordered_json(g.capacity_bytes) : nlohmann::ordered_json(nullptr);
     j["capacity_source"] = g.capacity_source;
     j["checked"] = g.checked;
     j["peak_stage"] = g.peak_stage;
@@ -391,17 +414,8 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
     profile = std::make_shared<const calibration::Profile>(calibration::read_profile(scenario.profile));
   if (profile) result.profile_system = profile->system;
   ReplayOptions options = scenario.workload->replay;
-  std::string default_note;
-  if (!scenario.workload->communication_given) {
-    // The default: collectives as coupled flows on a multi-node fabric (contention between everything in flight,
-    // with DCQCN and PFC where the network turns them on, in seconds at thousands of GPUs); per-step flows inside one
-    // node.
-    const bool coupled = scenario.cluster.nodes > 1;
-    options.comm = coupled ? CommModel::Coupled : CommModel::Flows;
-    default_note = coupled ? "communication: coupled, the default on a multi-node cluster (replay.communication "
-                             "names another: flows, analytical or ideal)"
-                           : "communication: flows, the default inside one node";
-  }
+  const std::string default_note = default_communication(scenario, options);
+  result.framework = framework_model(scenario, profile.get(), options);
   const std::size_t max_steps = limits.step_budget(footprint);
   options.lower = nccl_lowering(topology, scenario.nccl, scenario.step_overhead, max_steps);
   // collective_model: profile: the fit where the profile covers the call, else the schedule; every distinct shape
@@ -496,9 +510,8 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
       options.model_flops += o.model_flops;
       job_names.push_back(job.name);
     }
-    result.workload =
-        combine_jobs(job_workloads, job_nodes, job_names, scenario.cluster.gpus_per_node, scenario.cluster.gpus(),
-                     std::vector<char>(job_workloads.size(), 1));
+    result.workload = combine_jobs(job_workloads, job_nodes, job_names, scenario.cluster.gpus_per_node,
+                                   scenario.cluster.gpus(), std::vector<char>(job_workloads.size(), 1));
     workloads::validate(result.workload);
   }
   // Before it is replayed: its ops, and the actors SimGrid would need (flows: one per stream of every rank, one per
@@ -565,6 +578,15 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   if (probe) probe->phase = "replaying";
   result.replay = replay_workload(result.workload, topology, sim_config, profile.get(), options);
   if (!default_note.empty()) result.replay.notes.insert(result.replay.notes.begin(), default_note);
+  if (result.framework)
+    result.replay.notes.push_back(fmt::format(
+        "the host is modelled with the profile's framework costs ({}{:.6g} us per kernel, {:.6g} us per communication "
+        "call, {:.6g} us per micro-batch, {:.6g} us per "
+        "step{}); an op starts no earlier than its host issues it (replay.framework: false times the device alone)",
+        result.framework->name.empty() ? "" : result.framework->name + ": ", result.framework->launch.seconds() * 1e6,
+        result.framework->collective.seconds() * 1e6, result.framework->microbatch.seconds() * 1e6,
+        result.framework->step.seconds() * 1e6,
+        result.framework->sync_after_p2p ? ", the device synchronised after each pipeline transfer" : ""));
   // Jobs: each one's step beside the others, and alone on the same nodes (the interference is their ratio).
   for (std::size_t j = 0; j < result.jobs.size(); ++j) {
     const int g = scenario.cluster.gpus_per_node;
@@ -669,6 +691,17 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   j["model_tflops_per_gpu"] = tflops(r.model_flops_per_gpu_per_s);
   j["hardware_tflops_per_gpu"] = tflops(r.hardware_flops_per_gpu_per_s);
   j["breakdown_mean_over_ranks"] = breakdown_json(r.mean, step);
+  if (result.framework) {
+    const auto& f = *result.framework;
+    j["framework"] = {{"name", f.name},
+                      {"launch_us", f.launch.seconds() * 1e6},
+                      {"collective_us", f.collective.seconds() * 1e6},
+                      {"microbatch_us", f.microbatch.seconds() * 1e6},
+                      {"step_us", f.step.seconds() * 1e6},
+                      {"sync_after_p2p", f.sync_after_p2p},
+                      {"host_busy_s_mean_over_ranks", r.host_busy_s},
+                      {"host_busy_fraction_of_step", step > 0 ? r.host_busy_s / step : 0.0}};
+  }
   if (!result.gpu_memory.empty()) j["gpu_memory"] = gpu_memory_json(result.gpu_memory);
   j["traced_ranks"] = r.traced_ranks;
   j["ops_executed"] = r.ops_executed;
@@ -706,6 +739,59 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   // Last, so that a summary.json saying "complete" is never beside a missing file even inside the staging folder.
   folder.write("summary.json", [&](std::ostream& out) { out << j.dump(2) << "\n"; });
   folder.commit();
+}
+
+struct PreparedStep::State {
+  // Built in place (a prvalue, never moved: the topology is not moved once built).
+  State(const Scenario& scenario, const RunLimits& limits) : start(start_run(scenario, limits.memory)) {}
+  RunStart start;
+  std::shared_ptr<const calibration::Profile> profile;
+  SimulationConfig sim;
+  ReplayOptions options;
+  workloads::Workload workload;
+};
+
+PreparedStep::PreparedStep(const Scenario& scenario)
+{
+  if (!scenario.workload || !scenario.jobs.empty())
+    throw InputError({scenario.file, 0, "workload"}, "a prepared step needs one workload section and no jobs",
+                     "give the scenario a 'workload:' section");
+  const RunLimits limits;
+  s_ = std::make_unique<State>(scenario, limits);
+  s_->profile = scenario.profile_data;
+  if (!s_->profile && !scenario.profile.empty())
+    s_->profile = std::make_shared<const calibration::Profile>(calibration::read_profile(scenario.profile));
+  if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && !s_->profile)
+    throw InputError(scenario.workload->where,
+                     "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
+                     "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+  s_->options = scenario.workload->replay;
+  (void)default_communication(scenario, s_->options);
+  (void)framework_model(scenario, s_->profile.get(), s_->options);
+  s_->options.trace_ranks = std::vector<int>{};
+  s_->options.lower =
+      nccl_lowering(s_->start.topology, scenario.nccl, scenario.step_overhead, limits.step_budget(s_->start.footprint));
+  s_->sim = scenario.sim;
+  s_->sim.fluid.record_flows = false;
+  s_->sim.fluid.record_links = false;
+  s_->workload = load_workload(scenario, s_->options);
+}
+
+PreparedStep::~PreparedStep() = default;
+
+ReplayResult PreparedStep::replay(const HostModel& host) const
+{
+  ReplayOptions o = s_->options;
+  o.host = host;
+  return replay_workload(s_->workload, s_->start.topology, s_->sim, s_->profile.get(), o);
+}
+
+std::size_t PreparedStep::ops() const
+{
+  std::size_t n = 0;
+  for (int r = 0; r < s_->workload.world_size(); ++r)
+    n += s_->workload.graph_of(r).size();
+  return n;
 }
 
 } // namespace railyard::scenario

@@ -199,8 +199,8 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
 {
   auto r = node.get("replay");
   if (!r) return;
-  r->expect_keys(
-      {"communication", "collective_model", "measured_durations", "host_launch", "trace_ranks", "nccl_sms"});
+  r->expect_keys({"communication", "collective_model", "measured_durations", "host_launch", "trace_ranks", "nccl_sms",
+                  "framework"});
   if (auto c = r->get("communication")) {
     const std::string s = c->as_string();
     const auto* m =
@@ -208,8 +208,7 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
     if (m != kCommModels.end()) {
       w.replay.comm = *m;
       w.communication_given = true;
-    }
-    else
+    } else
       c->fail(fmt::format("unknown communication model '{}'", s),
               "use coupled (each collective channel one fluid flow, sharing the fabric with everything in flight), "
               "flows (every transfer on the network), analytical (each collective alone on the fabric) or ideal");
@@ -234,6 +233,7 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
   w.replay.measured_durations = r->bool_or("measured_durations", true);
   w.replay.host_launch = r->bool_or("host_launch", true);
   w.replay.nccl_sms = r->bool_or("nccl_sms", true);
+  w.framework = r->bool_or("framework", true);
   if (auto t = r->get("trace_ranks")) {
     std::vector<int> ranks;
     if (t->is_scalar() && t->as_string() == "none") {

@@ -80,8 +80,44 @@ void Engine::start()
   for (auto& rt : ranks_)
     rt.lanes.assign(rt.prog->lanes.size(), LaneState{});
   for (auto& rt : ranks_)
+    if (rt.host) host_advance(rt);
+  for (auto& rt : ranks_)
     for (std::uint32_t l = 0; l < rt.lanes.size(); ++l)
       advance_lane(rt, l);
+}
+
+void Engine::host_advance(RankRt& rt)
+{
+  const RankGraph& g = *rt.prog->g;
+  const HostModel& h = opt_.host;
+  const double before = rt.host_clock;
+  while (!rt.host_blocked && rt.host_next < g.size()) {
+    const OpId op = rt.host_next++;
+    const std::uint8_t marks = g.host_marks(op);
+    if (marks & workloads::kHostMicrobatch) rt.host_clock += h.microbatch_s;
+    if (marks & workloads::kHostStep) rt.host_clock += h.step_s;
+    rt.host_clock += is_kernel(g.op(op).kind) ? h.launch_s : h.collective_s;
+    rt.issue[op] = rt.host_clock;
+    ++rt.outstanding;
+    if ((marks & workloads::kHostSync) || (h.sync_after_p2p && (marks & workloads::kHostSyncP2p)))
+      rt.host_blocked = true;
+  }
+  rt.host_busy += rt.host_clock - before;
+  std::vector<std::uint32_t> lanes;
+  lanes.swap(rt.host_waiters);
+  for (std::uint32_t l : lanes)
+    advance_lane(rt, l);
+}
+
+void Engine::flush_hosts()
+{
+  while (!host_pending_.empty()) {
+    RankRt& rt = ranks_[host_pending_.back()];
+    host_pending_.pop_back();
+    rt.host_resume = false;
+    rt.host_clock = std::max(rt.host_clock, now_);
+    host_advance(rt);
+  }
 }
 
 bool Engine::lane_done(int rank, std::uint32_t lane) const
@@ -144,18 +180,21 @@ void Engine::handle(const LaneEvent& e)
   case LaneEv::NetStep:
     break; // handled above
   }
+  flush_hosts();
 }
 
 void Engine::delivered(std::uint32_t id)
 {
   now_ = driver_->now();
   message_arrived(id);
+  flush_hosts();
 }
 
 // ---- a lane ----
 
 double Engine::release_time(const RankRt& rt, OpId op) const
 {
+  if (rt.host) return op < rt.host_next ? rt.issue[op] : kInf;
   if (std::isnan(rt.release_shift)) return -kInf;
   const auto t = rt.prog->g->issue_time(op);
   return t ? t->seconds() + rt.release_shift : -kInf;
@@ -192,6 +231,10 @@ void Engine::advance_lane(RankRt& rt, std::uint32_t l)
         return;
       }
     const double at = release_time(rt, op);
+    if (at == kInf) { // the host has not issued it yet
+      rt.host_waiters.push_back(l);
+      return;
+    }
     if (at > now_) {
       if (!st.retry) {
         st.retry = true;
@@ -453,6 +496,13 @@ void Engine::record_done(RankRt& rt, OpId op, double start, double end)
 {
   rt.done[op] = 1;
   ++rt.ops;
+  if (rt.host && --rt.outstanding == 0 && rt.host_blocked) {
+    rt.host_blocked = false;
+    if (!rt.host_resume) {
+      rt.host_resume = true;
+      host_pending_.push_back(rt.rank);
+    }
+  }
   if (cfg_.progress) cfg_.progress->publish_ops(end, ++ops_done_);
   rt.first_start = std::min(rt.first_start, start);
   rt.last_end = std::max(rt.last_end, end);
@@ -487,6 +537,7 @@ ReplayResult Engine::collect(const FlowTotals& flows)
     end = std::max(end, rt.last_end);
   }
   if (start == kInf) start = 0;
+  if (opt_.host.enabled) start = 0; // the step starts when the hosts start issuing
   out.start = Seconds(start);
   out.end = Seconds(end);
   out.step_time = Seconds(end - start);
@@ -515,6 +566,7 @@ ReplayResult Engine::collect(const FlowTotals& flows)
       m.comm_s[k] += b.comm_s[k] / n;
     }
     out.hardware_flops += rt.prog->flops;
+    out.host_busy_s += rt.host_busy / n;
   }
   out.model_flops = opt_.model_flops;
   if (profile_ && profile_->kernel)

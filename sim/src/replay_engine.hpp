@@ -91,6 +91,17 @@ struct RankRt {
   int nccl_sms = 0;         ///< SMs held by this rank's collectives in flight (one per channel)
   bool pipeline = false;
   bool traced = false;
+  // The framework's host thread (ReplayOptions::host), on programs with host marks: issue[op] is known for the ops
+  // before host_next; a blocked host waits until `outstanding` (ops issued, not done) is 0.
+  bool host = false;
+  bool host_blocked = false;
+  bool host_resume = false; ///< unblocked by a completion: advance it once the event is handled
+  workloads::OpId host_next = 0;
+  double host_clock = 0;
+  double host_busy = 0; ///< seconds the host spent issuing
+  std::uint32_t outstanding = 0;
+  std::vector<double> issue;
+  std::vector<std::uint32_t> host_waiters; ///< lanes whose next op the host has not issued yet
   std::uint64_t ops = 0;
 };
 
@@ -283,6 +294,10 @@ private:
   void release(RankRt& rt, LaneState& st);
   void record_done(RankRt& rt, workloads::OpId op, double start, double end);
   void wake(RankRt& rt, workloads::OpId op);
+  /// The host issues ops until it blocks at a synchronisation or has issued all; lanes waiting for it try again.
+  void host_advance(RankRt& rt);
+  /// Hosts unblocked while an event was handled advance now.
+  void flush_hosts();
   Message& message_of(const RankRt& rt, workloads::OpId op_id) { return msgs_[rt.msgs[rt.prog->p2p_pos[op_id]]]; }
 
   const workloads::Workload& w_;
@@ -306,8 +321,8 @@ private:
   std::unique_ptr<coupled::Network> cnet_;
   std::unordered_map<const models::Schedule*, std::shared_ptr<const CoupledShape>> shapes_;
   std::unordered_map<const models::Schedule*, std::shared_ptr<const CoupledPlan>> plans_;
-  std::vector<double> link_k_;          ///< plan scratch: multiplicity per link (zero between uses)
-  std::vector<std::uint32_t> touched_;  ///< plan scratch: links with a nonzero link_k_
+  std::vector<double> link_k_;         ///< plan scratch: multiplicity per link (zero between uses)
+  std::vector<std::uint32_t> touched_; ///< plan scratch: links with a nonzero link_k_
   /// critical_path's scratch: a date at the rate asked, split as its latency part and its bytes part
   struct CpTime {
     double t = 0, a = 0, b = 0;
@@ -324,6 +339,7 @@ private:
   bool solve_posted_ = false;
   double step_posted_ = std::numeric_limits<double>::infinity(); ///< the earliest NetStep on the calendar
   std::vector<std::string> notes_;
+  std::vector<int> host_pending_; ///< ranks whose host_resume is set
 };
 
 } // namespace railyard::sim::replay_engine

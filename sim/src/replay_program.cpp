@@ -171,6 +171,8 @@ void Engine::build_ranks()
     rt.done.assign(rt.prog->g->size(), 0);
     rt.comm_pos = std::move(pos[r]);
     rt.release_shift = gate && rt.prog->has_issue ? clock_offset(r) - origin : kNaN;
+    rt.host = opt_.host.enabled && rt.prog->g->has_host_marks() && !rt.prog->has_issue;
+    if (rt.host) rt.issue.assign(rt.prog->g->size(), kNaN);
   }
   for (int r : traced)
     ranks_[r].traced = true;

@@ -448,3 +448,25 @@ TEST(Profile, KeyThatIsAListIsRefusedAtItsLine)
   const std::string text = replaced(kMinimal, "    nodes: 1\n", "    nodes: 1\n    ? [a, b]\n    : 1\n");
   expect_error_at(text, line_of(text, "? [a, b]"), "a key is a list");
 }
+
+TEST(Profile, FrameworkBlockRoundTripsAndNeedsItsSource)
+{
+  const std::string block = "framework:\n  name: Megatron-DeepSpeed\n  launch_us: 58\n  collective_us: 0.5\n"
+                            "  microbatch_us: 5700\n  step_us: 850\n  sync_after_p2p: false\n"
+                            "  source: fitted to measured steps\n";
+  const std::string ok = kMinimal + block;
+  const auto p = rc::parse_profile(ok, "ok.yaml");
+  ASSERT_TRUE(p.framework);
+  EXPECT_EQ(p.framework->name, "Megatron-DeepSpeed");
+  EXPECT_DOUBLE_EQ(p.framework->launch.seconds(), 58e-6);
+  EXPECT_DOUBLE_EQ(p.framework->collective.seconds(), 0.5e-6);
+  EXPECT_DOUBLE_EQ(p.framework->microbatch.seconds(), 5700e-6);
+  EXPECT_DOUBLE_EQ(p.framework->step.seconds(), 850e-6);
+  EXPECT_FALSE(p.framework->sync_after_p2p);
+  const std::string yaml = rc::profile_to_yaml(p);
+  EXPECT_EQ(rc::profile_to_yaml(rc::parse_profile(yaml, "back.yaml")), yaml);
+  expect_error_at(replaced(ok, "  source: fitted to measured steps\n", ""), line_of(ok, "  name: Megatron"), "source");
+  expect_error_at(replaced(ok, "  step_us: 850\n", "  step_us: -1\n"), line_of(ok, "  step_us: 850"), "negative");
+  expect_error_at(replaced(ok, "  step_us: 850\n", "  step_us: 850\n  colour: red\n"),
+                  line_of(ok, "  step_us: 850") + 1, "colour");
+}

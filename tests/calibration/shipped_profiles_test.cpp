@@ -52,7 +52,7 @@ double allowed(const rc::CollectiveFit& c)
 TEST(ShippedProfiles, AllReadAndCoverLinksAndKernels)
 {
   const auto files = shipped();
-  ASSERT_EQ(files.size(), 4u);
+  ASSERT_EQ(files.size(), 5u);
   for (const auto& f : files) {
     SCOPED_TRACE(f);
     const auto p = rc::read_profile(f);
@@ -180,4 +180,26 @@ TEST(ShippedProfiles, H100NvlsScalesWithTheGpusEngaged)
   const double net = p.link(rc::LinkKind::Network)->bandwidth.bytes_per_sec();
   EXPECT_GE(net, 46e9);
   EXPECT_LE(net, 49e9);
+}
+
+// The Megatron-DeepSpeed profile is dgx_a100_ib_hdr plus the framework block railyard calibrate --steps fitted (and
+// the measured steps it was fitted to among its inputs): nothing else of the machine may drift between the two.
+TEST(ShippedProfiles, FrameworkProfileIsTheA100ProfilePlusItsFrameworkBlock)
+{
+  rc::Profile fw = load("dgx_a100_megatron_deepspeed.yaml");
+  const rc::Profile base = load("dgx_a100_ib_hdr.yaml");
+  ASSERT_TRUE(fw.framework);
+  EXPECT_FALSE(base.framework);
+  ASSERT_TRUE(fw.framework->fit);
+  ASSERT_EQ(fw.framework->fit->inputs.size(), 1U);
+  const std::string steps = fw.framework->fit->inputs[0];
+  EXPECT_TRUE(fs::exists(kRoot + "/" + steps)) << steps;
+  EXPECT_GT(fw.framework->launch.seconds(), 0);
+  fw.framework.reset();
+  std::erase_if(fw.inputs, [&](const auto& i) { return i.path == steps; });
+  fw.file = base.file;
+  fw.system = base.system;
+  fw.description = base.description;
+  fw.created_by = base.created_by;
+  EXPECT_EQ(rc::profile_to_yaml(fw), rc::profile_to_yaml(base));
 }

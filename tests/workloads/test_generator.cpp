@@ -2,6 +2,7 @@
 // op and collective counts per rank derived from Megatron's layer structure, pipeline schedules, and refusals.
 #include "railyard/workloads/generator.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -499,4 +500,37 @@ TEST(Generator, FirstAndLastStagesCanHoldFewerLayers)
   c.parallel.virtual_stages = 1;
   c.parallel.pp = 1;
   EXPECT_THROW(resolve_layout(c, 8), InputError);
+}
+
+// The framework's host marks (sim::HostModel): one micro-batch mark per forward pass of each model chunk, one step
+// mark on the gradient norm, which the host waits for (clip_grads' .item()), and a p2p sync mark on every pipeline
+// send and receive (Megatron's batch_p2p_sync).
+TEST(Generator, HostMarksOpenMicroBatchesAndTheOptimizer)
+{
+  for (int vpp : {1, 2}) {
+    MegatronConfig c = small_gpt();
+    c.model.layers = 8;
+    c.parallel.virtual_stages = vpp;
+    const Workload w = generate_megatron(c, 8);
+    const MegatronLayout L = resolve_layout(c, 8);
+    for (int stage = 0; stage < 2; ++stage) {
+      const RankGraph& g = w.graph_of(L.rank(0, 0, stage, 0));
+      int microbatch = 0, step = 0, sync = 0, p2p_sync = 0, p2p_ops = 0;
+      for (OpId i = 0; i < g.size(); ++i) {
+        const std::uint8_t m = g.host_marks(i);
+        microbatch += (m & kHostMicrobatch) != 0;
+        step += (m & kHostStep) != 0;
+        sync += (m & kHostSync) != 0;
+        p2p_sync += (m & kHostSyncP2p) != 0;
+        p2p_ops += g.op(i).kind == OpKind::Send || g.op(i).kind == OpKind::Recv;
+        if (m & kHostStep) EXPECT_EQ(g.name(i), "grad norm");
+      }
+      SCOPED_TRACE(fmt::format("vpp {} stage {}", vpp, stage));
+      EXPECT_EQ(microbatch, L.microbatches * vpp);
+      EXPECT_EQ(step, 1);
+      EXPECT_EQ(sync, 1);
+      EXPECT_EQ(p2p_sync, p2p_ops);
+      EXPECT_GT(p2p_ops, 0);
+    }
+  }
 }

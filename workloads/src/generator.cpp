@@ -648,6 +648,7 @@ private:
 
   void emit_forward(int mb, int chunk)
   {
+    const auto first = static_cast<OpId>(b_.size());
     if (!(stage_ == 0 && chunk == 0)) {
       const int prev = stage_ > 0 ? stage_ - 1 : L_.pp - 1;
       // Posted when the compute stream gets here (Megatron's p2p calls are synchronous with the schedule).
@@ -677,6 +678,9 @@ private:
       sent(add(Op::make_send(kPp, next, Bytes(activation_bytes()), tag(true, chunk), kPpSend),
                fmt::format("send activations chunk {}", chunk), {last_compute_}));
     }
+    // The framework's per-micro-batch host work (Megatron's forward_step: get_batch, the loss function) comes before
+    // the slot's first op.
+    if (b_.size() > first) b_.add_host_marks(first, kHostMicrobatch);
     (void)mb;
   }
 
@@ -871,7 +875,10 @@ private:
           coll(CollectiveKind::AllReduce, kTp, stage_layernorm_params() * z_.Eg, "layernorm grads tp all-reduce"));
     if (cfg_.model.tied_embeddings && L_.pp > 1 && (stage_ == 0 || stage_ == L_.pp - 1))
       after_grads(coll(CollectiveKind::AllReduce, kEmb, z_.V * z_.h / z_.tp * z_.Eg, "embedding grads all-reduce"));
-    after_grads(mem("grad norm", params * z_.Eg));
+    // The optimizer's host work comes here, and the host waits for the gradient norm (clip_grads' total_norm.item(),
+    // and the fp16 found-inf check) before it steps.
+    const OpId norm = after_grads(mem("grad norm", params * z_.Eg));
+    b_.add_host_marks(norm, kHostStep | kHostSync);
     mem("optimizer step", params * ((4 + z_.Eg + 4 + 4) + (4 + 4 + 4)));
     const OpId copy = mem("copy main params to model params", params * (4 + z_.E));
     if ((zero_ == 1 || zero_ == 2) && !cfg_.parallel.overlap_param_gather) emit_param_gathers(copy);
@@ -889,6 +896,7 @@ private:
   // A received activation or gradient: the next compute waits for it, after its TP all-gather when the sender split it.
   void receive(OpId recv, const char* what)
   {
+    b_.add_host_marks(recv, kHostSyncP2p);
     if (!gather_p2p()) {
       pending_.push_back(recv);
       return;
@@ -899,6 +907,7 @@ private:
   // A blocking send holds the compute stream until it completes.
   void sent(OpId send)
   {
+    b_.add_host_marks(send, kHostSyncP2p);
     if (cfg_.parallel.blocking_p2p) pending_.push_back(send);
   }
 

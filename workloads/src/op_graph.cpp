@@ -166,6 +166,7 @@ OpId RankGraphBuilder::add(Op op, std::string_view name)
   if (!graph_.measured_start_s_.empty()) graph_.measured_start_s_.push_back(std::numeric_limits<double>::quiet_NaN());
   if (!graph_.issue_s_.empty()) graph_.issue_s_.push_back(std::numeric_limits<double>::quiet_NaN());
   if (!graph_.gemm_.empty()) graph_.gemm_.emplace_back();
+  if (!graph_.host_marks_.empty()) graph_.host_marks_.push_back(0);
   return id;
 }
 
@@ -196,6 +197,13 @@ void RankGraphBuilder::set_issue_time(OpId op, Seconds at)
   auto& v = graph_.issue_s_;
   if (v.empty()) v.assign(graph_.ops_.size(), std::numeric_limits<double>::quiet_NaN());
   v[op] = at.seconds();
+}
+
+void RankGraphBuilder::add_host_marks(OpId op, std::uint8_t marks)
+{
+  auto& v = graph_.host_marks_;
+  if (v.empty()) v.assign(graph_.ops_.size(), 0);
+  v[op] |= marks;
 }
 
 void RankGraphBuilder::set_gemm(OpId op, GemmShape shape)

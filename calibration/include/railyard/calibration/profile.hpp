@@ -114,6 +114,21 @@ struct KernelModel {
   [[nodiscard]] const ComputeParams* compute_for(DType t) const;
 };
 
+/// What the training framework costs on the host beyond its kernels (sim::HostModel): per kernel and per
+/// communication call issued, per micro-batch, per step, and whether it synchronises the device after each pipeline
+/// transfer. Fitted from measured step times (railyard calibrate --steps).
+struct FrameworkModel {
+  std::string name; ///< the stack that was measured, e.g. "Megatron-DeepSpeed"
+  Seconds launch{0};
+  Seconds collective{0};
+  Seconds microbatch{0};
+  Seconds step{0};
+  bool sync_after_p2p = true;
+  std::string source;           ///< how and from what the numbers were obtained
+  std::optional<FitRecord> fit; ///< residuals on the rows it was fitted to
+  int line = 0;                 ///< line of the `framework:` block; 0 when built in memory
+};
+
 struct Profile {
   std::string file; ///< where it was read from (for error messages); empty when built in memory
   std::string system;
@@ -129,6 +144,7 @@ struct Profile {
   std::vector<LinkParams> links;
   std::vector<CollectiveFit> collectives;
   std::optional<KernelModel> kernel;
+  std::optional<FrameworkModel> framework;
 
   [[nodiscard]] const LinkParams* link(LinkKind k) const;
   /// The fit for (collective, algorithm, protocol, link); among several rank counts the closest to `nranks`.

@@ -2,6 +2,7 @@
 // trace.json.
 #pragma once
 
+#include "railyard/calibration/profile.hpp"
 #include "railyard/common/output_dir.hpp"
 #include "railyard/scenario/gpu_memory.hpp"
 #include "railyard/scenario/scenario.hpp"
@@ -10,6 +11,8 @@
 #include "railyard/workloads/op_graph.hpp"
 
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,8 @@ struct WorkloadRunResult {
   /// The memory model of each generated workload (one per generated job), per pipeline stage (summary.json
   /// "gpu_memory"); a layout that does not fit was refused before the replay.
   std::vector<GpuMemoryReport> gpu_memory;
+  /// The profile's framework model, when the replay modelled the host with it (summary.json "framework").
+  std::optional<calibration::FrameworkModel> framework;
 };
 
 /// Builds the topology, reads the profile, generates or reads the workload and replays it. Bad input (a layout that
@@ -62,6 +67,25 @@ struct WorkloadRunResult {
 /// Its memory is estimated before the topology is built and again once the workload is loaded, before it is replayed
 /// (footprint.hpp); a run that would exceed `memory`, or whose SimGrid actors this machine cannot map, is refused.
 WorkloadRunResult run_workload(const Scenario& scenario, const sim::RunLimits& limits = {});
+
+/// A generated or traced step built once (topology, profile, workload, NCCL lowering) and replayed as often as asked
+/// with other host models: railyard calibrate --steps replays each measured configuration many times while it fits
+/// the framework's costs. Replays record no timeline. No memory check is made (the steps were measured, so they ran).
+class PreparedStep {
+public:
+  explicit PreparedStep(const Scenario& scenario);
+  ~PreparedStep();
+  PreparedStep(const PreparedStep&) = delete;
+  PreparedStep& operator=(const PreparedStep&) = delete;
+  /// The replay with `host` in place of the profile's framework model (HostModel{} : the device alone).
+  [[nodiscard]] sim::ReplayResult replay(const sim::HostModel& host) const;
+  /// The number of ops of the workload over all ranks (what a replay costs).
+  [[nodiscard]] std::size_t ops() const;
+
+private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 /// Writes breakdown.csv (one row per rank), trace.json (Chrome trace of the traced ranks), for a flows replay on the
 /// fluid backend flows.csv and links.csv when recorded, for a coupled replay congestion.csv (and links.csv when

@@ -41,6 +41,9 @@ struct WorkloadSpec {
   /// (true, the default) or run with a note (false). `training.memory_limit_GiB` replaces the GPU's capacity.
   bool memory_check = true;
   std::optional<double> memory_limit_GiB;
+  /// `replay.framework` (generated workloads): model the framework's host thread with the profile's `framework:`
+  /// costs when it has them (true, the default), or time the device alone (false).
+  bool framework = true;
   InputLocation memory_where; ///< the training section, where the refusal points
   InputLocation where;        ///< the section
 };

@@ -55,8 +55,30 @@ enum class CommModel {
 std::string to_string(CommModel m);
 /// Every communication model a scenario can name (`to_string` of each is its name): the parser accepts exactly these,
 /// and the CLI tests run each of them through the binary.
-inline constexpr std::array kCommModels{CommModel::Flows, CommModel::Analytical, CommModel::Ideal,
-                                        CommModel::Coupled};
+inline constexpr std::array kCommModels{CommModel::Flows, CommModel::Analytical, CommModel::Ideal, CommModel::Coupled};
+
+/// The training framework's host thread (PyTorch and Megatron's Python), on programs that carry HostMark bits (the
+/// generator's; a trace's own launch times are host_launch's). Each rank's host issues its ops in op id order, paying
+/// `launch_s` per kernel (compute, memcpy), `collective_s` per communication call (collective, send, receive),
+/// `microbatch_s` before an op that opens a micro-batch and `step_s` before the one that opens the optimizer; an op
+/// starts no earlier than its issue. After an op marked kHostSync (and kHostSyncP2p with `sync_after_p2p`) the host
+/// waits until the device has finished everything it issued. The step then starts at time 0, when the hosts start
+/// issuing. calibration::FrameworkModel carries fitted values (railyard calibrate
+/// --steps).
+struct HostModel {
+  bool enabled = false;
+  double launch_s = 0;     ///< host time per kernel issued (framework dispatch and CUDA launch)
+  double collective_s = 0; ///< host time per communication call issued (process-group call, NCCL enqueue)
+  double microbatch_s = 0; ///< host time per micro-batch (forward slot) beyond its ops
+  double step_s = 0;       ///< host time per step beyond its ops (optimizer, gradient clipping, logging)
+  bool sync_after_p2p = true;
+};
+
+/// The host model of a profile's fitted framework costs.
+inline HostModel host_model_of(const calibration::FrameworkModel& f)
+{
+  return {true, f.launch.seconds(), f.collective.seconds(), f.microbatch.seconds(), f.step.seconds(), f.sync_after_p2p};
+}
 
 struct ReplayOptions {
   CommModel comm = CommModel::Flows;
@@ -68,6 +90,7 @@ struct ReplayOptions {
   /// Event loop with a profile that has a `gemm:` block: GEMMs overlapping collectives of their rank run on the SMs
   /// NCCL's channels leave. false: every GEMM has all SMs.
   bool nccl_sms = true;
+  HostModel host; ///< the framework's host thread on generated programs; off by default
   calibration::DType dtype = calibration::DType::Bf16; ///< kernel model data type of compute ops
   /// Ranks whose ops go into the timeline. Empty optional: every rank up to 16 ranks, else the first rank of each
   /// distinct program (every pipeline stage of a generated workload) up to 16; an empty list: none.
@@ -152,6 +175,9 @@ struct ReplayResult {
   /// Coupled: every collective call of multi-rank communicators, in the order they ended.
   std::vector<CollectiveRun> collectives;
   std::uint64_t ops_executed = 0;
+  /// With a HostModel: mean over ranks of the time their hosts spent issuing (the rest of the step they waited for
+  /// the device at a synchronisation, or had issued everything); 0 without one.
+  double host_busy_s = 0;
   std::vector<std::string> notes;
 };
 

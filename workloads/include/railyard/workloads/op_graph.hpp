@@ -100,6 +100,16 @@ struct GemmShape {
   [[nodiscard]] double flops() const { return 2.0 * m * n * k * batch; }
 };
 
+/// What the framework's host thread does around an op, for a replay that models the host (sim::HostModel): bits of
+/// RankGraph::host_marks. Generated programs set them; traces leave them empty.
+enum HostMark : std::uint8_t {
+  kHostMicrobatch = 1, ///< before issuing this op the host does one micro-batch's bookkeeping (the op opens it)
+  kHostStep = 2,       ///< before issuing this op the host does the step's once-per-step work (optimizer, logging)
+  kHostSync = 4,       ///< after issuing this op the host waits for the device to finish all it issued (`.item()`)
+  kHostSyncP2p = 8,    ///< same, after a pipeline transfer, where the framework synchronises (Megatron's
+                       ///< batch_p2p_sync: torch.cuda.synchronize() after batch_isend_irecv)
+};
+
 /// What the per-op source ids of a program are, for error messages.
 enum class SourceKind : std::uint8_t {
   Generated,  ///< no source file: the op id is the id
@@ -147,6 +157,10 @@ public:
   /// "node 17", "line 4", "event 230", "op 5" for messages.
   [[nodiscard]] std::string describe(OpId id) const;
 
+  /// HostMark bits of op `id` (0 for programs without them: traces).
+  [[nodiscard]] std::uint8_t host_marks(OpId id) const { return host_marks_.empty() ? 0 : host_marks_[id]; }
+  [[nodiscard]] bool has_host_marks() const { return !host_marks_.empty(); }
+
   /// Labels of streams for timelines ("compute", "stream 7", "nccl"); streams without one have none.
   [[nodiscard]] const std::map<StreamId, std::string>& stream_labels() const { return stream_labels_; }
 
@@ -165,6 +179,7 @@ private:
   SourceKind source_kind_ = SourceKind::Generated;
   std::vector<std::uint64_t> source_ids_; // empty, or one per op
   std::vector<GemmShape> gemm_;           // empty, or one per op (batch 0 where the op is no GEMM)
+  std::vector<std::uint8_t> host_marks_;  // empty, or one per op (HostMark bits)
   std::map<StreamId, std::string> stream_labels_;
 };
 
@@ -183,6 +198,8 @@ public:
   void set_issue_time(OpId op, Seconds at);
   /// Marks compute op `op` as a GEMM of this shape (its flops should be shape.flops()).
   void set_gemm(OpId op, GemmShape shape);
+  /// Adds HostMark bits to op `op`.
+  void add_host_marks(OpId op, std::uint8_t marks);
   void set_clock_offset(Seconds offset) { graph_.clock_offset_ = offset; }
   void set_stream_label(StreamId s, std::string label) { graph_.stream_labels_[s] = std::move(label); }
   [[nodiscard]] std::size_t size() const { return graph_.ops_.size(); }
