@@ -364,18 +364,25 @@ StepCalibration calibrate_steps(const std::string& steps_csv, const StepFitOptio
     };
     const Point r = along(-1);
     const double fr = objective(r);
-    if (fr < f[best]) { // reflect, and try expanding
+    const bool more = out.evaluations < o.max_evaluations; // the budget is never exceeded
+    if (fr < f[best]) {                                    // reflect, and try expanding
+      if (!more) {
+        take(r, fr);
+        break;
+      }
       const Point e = along(-2);
       const double fe = objective(e);
       fe < fr ? take(e, fe) : take(r, fr);
     } else if (fr < f[second]) {
       take(r, fr);
     } else { // contract outside or inside, else shrink towards the best
+      if (!more) break;
       const Point k = along(fr < f[worst] ? -0.5 : 0.5);
       const double fk = objective(k);
       if (fk < std::min(fr, f[worst])) {
         take(k, fk);
       } else {
+        if (out.evaluations + D > o.max_evaluations) break;
         for (int j = 1; j <= D; ++j) {
           const int i = order[j];
           for (int d = 0; d < D; ++d)

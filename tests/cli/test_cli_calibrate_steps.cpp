@@ -185,3 +185,32 @@ TEST_F(CalibrateSteps, BadInputIsRefusedWithTheLineAndTheFix)
   EXPECT_EQ(over.exit_code, 2) << over.output;
   EXPECT_NE(read_file(good).find("iteration time"), std::string::npos);
 }
+
+TEST_F(CalibrateSteps, SeedFractionAndBudgetShapeTheFit)
+{
+  const std::string steps = subset(24);
+  const std::string base = kData + "/a100_megatron_deepspeed.yaml";
+  auto fit = [&](const std::string& name, const std::string& args) {
+    const fs::path out = dir_ / (name + ".yaml"), pred = dir_ / (name + ".csv");
+    const CliResult r = run_cli("calibrate --steps " + steps + " --scenario " + base + " --out " + out.string() +
+                                " --predictions " + pred.string() + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return std::make_pair(r.out, read_predictions(pred));
+  };
+  auto halves = [](const std::vector<std::map<std::string, std::string>>& rows) {
+    std::string h;
+    for (const auto& r : rows)
+      h += r.at("half") == "fit" ? 'f' : 'h';
+    return h;
+  };
+  const auto [out1, seed1] = fit("s1", "--max-evaluations 6");
+  const auto [out2, seed2] = fit("s2", "--max-evaluations 6 --seed 2");
+  const auto [out3, quarter] = fit("q", "--max-evaluations 6 --fit-fraction 0.25");
+  // The budget caps the fit: the first simplex (5 evaluations) and one reflection.
+  EXPECT_NE(out1.find("(6 evaluations)"), std::string::npos) << out1;
+  // Another seed splits the rows differently; a quarter leaves fewer rows to the fit.
+  EXPECT_NE(halves(seed1), halves(seed2));
+  const auto count = [](const std::string& h) { return std::count(h.begin(), h.end(), 'f'); };
+  EXPECT_LT(count(halves(quarter)), count(halves(seed1)));
+  EXPECT_GT(count(halves(quarter)), 1);
+}
