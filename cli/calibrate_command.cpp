@@ -7,10 +7,14 @@
 #include "railyard/common/csv.hpp"
 #include "railyard/common/error.hpp"
 #include "railyard/common/output_file.hpp"
+#include "railyard/scenario/collective_calibration.hpp"
 #include "railyard/scenario/step_calibration.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -28,8 +32,13 @@ struct CalibrateCliOptions {
   double fit_fraction = 0.5;
   std::uint64_t seed = 1;
   int max_evaluations = 200;
+  bool max_evaluations_given = false;
   std::string framework;
   std::string predictions;
+  std::string collectives;
+  std::vector<std::string> fit;
+  std::vector<int> fit_ranks;
+  std::vector<std::string> only;
   std::string out;
   std::string system;
   std::string description;
@@ -152,8 +161,77 @@ int run_calibrate_steps(const CalibrateCliOptions& o)
   return 0;
 }
 
+double geomean_error(const std::vector<scenario::CollectivePrediction>& points, bool fit, bool fitted)
+{
+  double sum = 0;
+  int n = 0;
+  for (const auto& p : points)
+    if (p.fit == fit) {
+      sum += std::abs(std::log((fitted ? p.fitted_us : p.base_us) / p.point.time_us));
+      ++n;
+    }
+  return n ? std::exp(sum / n) - 1 : 0;
+}
+
+int run_calibrate_collectives(const CalibrateCliOptions& o)
+{
+  if (o.scenario.empty())
+    throw InputError({"", 0, "--scenario"}, "--collectives needs the base scenario of the machine",
+                     "add --scenario BASE.yaml (its cluster, network and nccl sections)");
+  refuse_output_over_input(o.out, {o.collectives, o.scenario}, "--out");
+  if (!o.predictions.empty()) {
+    refuse_output_over_input(o.predictions, {o.collectives, o.scenario, o.out}, "--predictions");
+    if (std::filesystem::exists(o.predictions))
+      throw InputError({o.predictions, 0, "--predictions"}, "the predictions file exists already",
+                       "name a new file, or remove the old one first");
+  }
+  scenario::CollectiveFitOptions options;
+  options.scenario = o.scenario;
+  options.keys = o.fit;
+  options.fit_ranks = o.fit_ranks;
+  options.only = o.only;
+  options.max_evaluations = o.max_evaluations_given ? o.max_evaluations : 60;
+  if (options.max_evaluations < static_cast<int>(o.fit.size()) + 1)
+    throw InputError({"", 0, "--max-evaluations"}, "the fit needs at least one evaluation more than it has keys",
+                     "give a larger --max-evaluations");
+  const auto r = scenario::calibrate_collectives(o.collectives, options);
+  std::string header = fmt::format("# {} with {} fitted by railyard calibrate --collectives to the {} points of {} "
+                                   "with {} ranks ({} evaluations):\n",
+                                   o.scenario, r.keys.size() == 1 ? "one key" : fmt::format("{} keys", r.keys.size()),
+                                   std::count_if(r.points.begin(), r.points.end(), [](const auto& p) { return p.fit; }),
+                                   o.collectives, fmt::join(o.fit_ranks, " or "), r.evaluations);
+  for (const auto& k : r.keys)
+    header += fmt::format("#   {}: {} -> {}\n", k.key, k.base_value, k.fitted_value);
+  write_file_replacing(o.out, [&](std::ostream& out) { out << header << r.scenario_yaml; });
+  if (!o.predictions.empty())
+    write_file_replacing(o.predictions, [&](std::ostream& out) {
+      CsvWriter w(out);
+      w.record("id", "collective", "ranks", "nodes", "size_bytes", "algorithm", "protocol", "half", "measured_us",
+               "base_us", "base_error", "fitted_us", "fitted_error");
+      for (const auto& p : r.points)
+        w.record(p.point.id, p.point.collective, p.point.ranks, p.point.nodes, p.point.size_bytes, p.point.algorithm,
+                 p.point.protocol, p.fit ? "fit" : "predicted", p.point.time_us, p.base_us,
+                 p.base_us / p.point.time_us - 1, p.fitted_us, p.fitted_us / p.point.time_us - 1);
+    });
+  std::cout << header;
+  std::cout << fmt::format("{:<22} {:>6} {:>14} {:>14}\n", "points", "n", "base geomean", "fitted geomean");
+  std::map<std::pair<bool, int>, std::vector<scenario::CollectivePrediction>> by;
+  for (const auto& p : r.points)
+    by[{!p.fit, p.point.ranks}].push_back(p);
+  for (const auto& [k, v] : by)
+    std::cout << fmt::format("{:<22} {:>6} {:>13.1f}% {:>13.1f}%\n",
+                             fmt::format("{} ranks ({})", k.second, k.first ? "predicted" : "fit"), v.size(),
+                             100 * geomean_error(v, !k.first, false), 100 * geomean_error(v, !k.first, true));
+  std::cout << "wrote " << o.out << (o.predictions.empty() ? "" : " and " + o.predictions) << "\n";
+  return 0;
+}
+
 int run_calibrate(const CalibrateCliOptions& o)
 {
+  if (!o.collectives.empty() && (!o.steps.empty() || !o.from.empty()))
+    throw InputError({"", 0, "--collectives"}, "--collectives, --steps and --from fit different things",
+                     "run calibrate once per kind of input");
+  if (!o.collectives.empty()) return run_calibrate_collectives(o);
   if (!o.steps.empty() && !o.from.empty())
     throw InputError({"", 0, "--steps"}, "--steps and --from fit different things",
                      "run calibrate once with --from (nccl-tests logs, kernel CSVs) and once with --steps");
@@ -203,7 +281,10 @@ void add_calibrate_command(CLI::App& app, Action* action)
       "every input is valid (truncated logs, wrong results, mixed GPU models or NCCL versions, too few sizes are "
       "refused with the file, line and fix; exit code 2). The algorithm and protocol of a log come from "
       "NCCL_ALGO / NCCL_PROTO lines in it, or from its file name (e.g. all_reduce_ring_ll128.log); otherwise "
-      "'auto' (NCCL's own choice).");
+      "'auto' (NCCL's own choice). Two other fits take a base scenario (--scenario): --steps fits the training "
+      "framework's host costs to measured step times, and --collectives fits physical parameters of a machine "
+      "(scenario keys such as cluster.nic.bandwidth or nccl.step_overhead) to the nccl-tests points of some "
+      "communicator sizes and predicts the others; both report their errors on what the fit did not see.");
   cmd->add_option("--from", opts->from, "nccl-tests logs, calibration CSVs, or folders holding them")->expected(1, -1);
   cmd->add_option(
       "--steps", opts->steps,
@@ -220,7 +301,22 @@ void add_calibrate_command(CLI::App& app, Action* action)
                   "(default 0.5)");
   cmd->add_option("--seed", opts->seed, "with --steps: seed of the fit / held-out split (default 1)");
   cmd->add_option("--max-evaluations", opts->max_evaluations,
-                  "with --steps: most objective evaluations of the fit, each replaying every fit row (default 200)");
+                  "with --steps or --collectives: most objective evaluations of the fit, each simulating every fit "
+                  "row (default 200 for --steps, 60 for --collectives)")
+      ->each([opts](const std::string&) { opts->max_evaluations_given = true; });
+  cmd->add_option("--collectives", opts->collectives,
+                  "measured nccl-tests points (CSV: collective, ranks, size_bytes, time_us; optional nodes, "
+                  "algorithm, protocol, id, system; data/validation/nccl_tests/points.csv reads as is): fit the "
+                  "--fit keys of the --scenario machine on the points with --fit-ranks ranks and predict the others; "
+                  "--out is then the fitted scenario");
+  cmd->add_option("--fit", opts->fit,
+                  "with --collectives: dotted scenario keys to fit, each scaled from its base value (e.g. "
+                  "cluster.nic.bandwidth,nccl.step_overhead)")
+      ->delimiter(',');
+  cmd->add_option("--fit-ranks", opts->fit_ranks, "with --collectives: the communicator sizes the fit may use")
+      ->delimiter(',');
+  cmd->add_option("--only", opts->only, "with --collectives: keep the points whose system column is one of these")
+      ->delimiter(',');
   cmd->add_option("--framework", opts->framework,
                   "with --steps: name of the measured stack, stored in the profile (e.g. Megatron-DeepSpeed)");
   cmd->add_option("--predictions", opts->predictions,

@@ -1,12 +1,14 @@
 #include "railyard/scenario/step_calibration.hpp"
 
 #include "railyard/calibration/digest.hpp"
+#include "railyard/calibration/minimize.hpp"
 #include "railyard/common/csv.hpp"
 #include "railyard/common/error.hpp"
 #include "railyard/common/hash.hpp"
 #include "railyard/common/yaml.hpp"
 #include "railyard/scenario/run_workload.hpp"
 #include "railyard/scenario/scenario.hpp"
+#include "row_inputs.hpp"
 
 #include <fmt/format.h>
 
@@ -40,28 +42,6 @@ const std::map<std::string, std::string>& vtrain_columns()
   return m;
 }
 
-std::string trim(std::string s)
-{
-  const auto b = s.find_first_not_of(" \t");
-  const auto e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
-double parse_positive(const std::string& text, const InputLocation& where, const std::string& what)
-{
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(v) || v <= 0)
-    throw InputError(where, fmt::format("{} '{}' is not a positive number", what, text),
-                     "write the measured value as a plain number, e.g. 372.16");
-  return v;
-}
-
 std::string label_of(const MeasuredStep& s)
 {
   static const std::array<std::pair<const char*, const char*>, 7> short_names = {{
@@ -86,25 +66,6 @@ bool in_fit_half(int line, std::uint64_t seed, double fraction)
 {
   const std::uint64_t h = splitmix64(splitmix64(static_cast<std::uint64_t>(line)) ^ seed);
   return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction;
-}
-
-// Sets a dotted key of the scenario's YAML tree to a scalar, creating maps on the way.
-void set_key(YAML::Node root, const std::string& dotted, const std::string& value)
-{
-  YAML::Node n;
-  n.reset(root);
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t dot = dotted.find('.', begin);
-    const std::string part = dotted.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
-    if (dot == std::string::npos) {
-      n[part] = value;
-      return;
-    }
-    YAML::Node child = n[part];
-    n.reset(child);
-    begin = dot + 1;
-  }
 }
 
 std::vector<double> ranks_of(const std::vector<double>& v)
@@ -164,7 +125,7 @@ std::vector<MeasuredStep> read_measured_steps(const std::string& path)
   std::vector<Column> columns;
   int time_column = -1;
   for (std::size_t c = 0; c < header.fields.size(); ++c) {
-    const std::string name = trim(header.fields[c]);
+    const std::string name = detail::trim(header.fields[c]);
     std::string key;
     if (const auto it = vtrain_columns().find(name); it != vtrain_columns().end())
       key = it->second;
@@ -197,13 +158,13 @@ std::vector<MeasuredStep> read_measured_steps(const std::string& path)
     MeasuredStep s;
     s.line = r.line;
     for (std::size_t c = 0; c < columns.size(); ++c) {
-      const std::string v = trim(r.fields[c]);
+      const std::string v = detail::trim(r.fields[c]);
       const InputLocation where{path, r.line, columns[c].name};
       if (static_cast<int>(c) == time_column) {
-        const double t = parse_positive(v, where, "the measured step time");
+        const double t = detail::positive_cell(v, where, "the measured step time");
         s.measured_s = columns[c].key == "step_time_ms" ? t / 1e3 : t;
       } else if (columns[c].key == "gpus") {
-        const double g = parse_positive(v, where, "the GPU count");
+        const double g = detail::positive_cell(v, where, "the GPU count");
         if (g != std::floor(g) || g > 1e7)
           throw InputError(where, fmt::format("the GPU count '{}' is not a whole number", v), "write e.g. 8");
         s.gpus = static_cast<int>(g);
@@ -275,16 +236,16 @@ StepCalibration calibrate_steps(const std::string& steps_csv, const StepFitOptio
     if (row.gpus > 0) {
       const int gpn = base.cluster.gpus_per_node;
       if (base.cluster.nodes == 1 && row.gpus <= gpn)
-        set_key(raw, "cluster.gpus_per_node", std::to_string(row.gpus));
+        detail::set_key(raw, "cluster.gpus_per_node", std::to_string(row.gpus));
       else if (row.gpus % gpn == 0)
-        set_key(raw, "cluster.nodes", std::to_string(row.gpus / gpn));
+        detail::set_key(raw, "cluster.nodes", std::to_string(row.gpus / gpn));
       else
         throw InputError({steps_csv, row.line, "gpus"},
                          fmt::format("{} GPUs fill neither one node nor whole nodes of {} GPUs", row.gpus, gpn),
                          "give GPU counts of at most one node or whole nodes of the base scenario's cluster");
     }
     for (const auto& [k, v] : row.keys)
-      set_key(raw, k, v);
+      detail::set_key(raw, k, v);
     try {
       const Scenario sc = parse_scenario(root);
       steps.push_back(std::make_unique<PreparedStep>(sc));
@@ -319,7 +280,6 @@ StepCalibration calibrate_steps(const std::string& steps_csv, const StepFitOptio
     return sim::HostModel{true, cost(x[0]), cost(x[1]), cost(x[2]), cost(x[3]), o.sync_after_p2p};
   };
   auto objective = [&](const Point& x) {
-    ++out.evaluations;
     const sim::HostModel h = host_of(x);
     double sum = 0;
     int n = 0;
@@ -333,67 +293,13 @@ StepCalibration calibrate_steps(const std::string& steps_csv, const StepFitOptio
   };
   // Start: 10 us per kernel and per call, 1 ms per micro-batch, 10 ms per step; the simplex spans a factor of 10 in
   // each.
-  std::array<Point, D + 1> simplex{};
-  const Point start = {std::log(10.0), std::log(10.0), std::log(1e3), std::log(1e4)};
-  for (auto& v : simplex)
-    v = start;
-  for (int d = 0; d < D; ++d)
-    simplex[d + 1][d] += std::log(10.0);
-  std::array<double, D + 1> f{};
-  for (int i = 0; i <= D; ++i)
-    f[i] = objective(simplex[i]);
-  std::array<int, D + 1> order{};
-  while (out.evaluations < o.max_evaluations) {
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return f[a] < f[b]; });
-    const int best = order[0], worst = order[D], second = order[D - 1];
-    if (f[worst] - f[best] < 1e-7) break;
-    Point c{};
-    for (int k = 0; k < D; ++k)
-      for (int d = 0; d < D; ++d)
-        c[d] += simplex[order[k]][d] / D;
-    auto along = [&](double t) {
-      Point p{};
-      for (int d = 0; d < D; ++d)
-        p[d] = c[d] + t * (simplex[worst][d] - c[d]);
-      return p;
-    };
-    auto take = [&](const Point& p, double fp) {
-      simplex[worst] = p;
-      f[worst] = fp;
-    };
-    const Point r = along(-1);
-    const double fr = objective(r);
-    const bool more = out.evaluations < o.max_evaluations; // the budget is never exceeded
-    if (fr < f[best]) {                                    // reflect, and try expanding
-      if (!more) {
-        take(r, fr);
-        break;
-      }
-      const Point e = along(-2);
-      const double fe = objective(e);
-      fe < fr ? take(e, fe) : take(r, fr);
-    } else if (fr < f[second]) {
-      take(r, fr);
-    } else { // contract outside or inside, else shrink towards the best
-      if (!more) break;
-      const Point k = along(fr < f[worst] ? -0.5 : 0.5);
-      const double fk = objective(k);
-      if (fk < std::min(fr, f[worst])) {
-        take(k, fk);
-      } else {
-        if (out.evaluations + D > o.max_evaluations) break;
-        for (int j = 1; j <= D; ++j) {
-          const int i = order[j];
-          for (int d = 0; d < D; ++d)
-            simplex[i][d] = simplex[best][d] + 0.5 * (simplex[i][d] - simplex[best][d]);
-          f[i] = objective(simplex[i]);
-        }
-      }
-    }
-  }
-  const int best = static_cast<int>(std::min_element(f.begin(), f.end()) - f.begin());
-  const sim::HostModel fitted = host_of(simplex[best]);
+  const calibration::Minimum m = calibration::nelder_mead(
+      [&](const std::vector<double>& x) {
+        return objective({x[0], x[1], x[2], x[3]});
+      },
+      {std::log(10.0), std::log(10.0), std::log(1e3), std::log(1e4)}, std::log(10.0), o.max_evaluations);
+  out.evaluations = m.evaluations;
+  const sim::HostModel fitted = host_of({m.x[0], m.x[1], m.x[2], m.x[3]});
   for (std::size_t i = 0; i < steps.size(); ++i)
     out.rows[i].framework_s = steps[i]->replay(fitted).step_time.seconds();
   out.device_fit = step_errors(out.rows, true, false);

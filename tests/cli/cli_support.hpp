@@ -1,6 +1,8 @@
 // What the tests of the railyard binary share: running it, reading what it wrote, scratch folders.
 #pragma once
 
+#include "railyard/common/csv.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,8 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace railyard::test {
 
@@ -52,8 +56,7 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "", c
                           (env.empty() ? "" : "env " + env + " ") + shell_quote(cli_binary()) + " " + args + " 2>" +
                           err.string();
   FILE* p = popen(cmd.c_str(), "r");
-  if (!p)
-    return r;
+  if (!p) return r;
   std::array<char, 4096> buf{};
   while (fgets(buf.data(), buf.size(), p))
     r.out += buf.data();
@@ -71,6 +74,20 @@ inline std::string read_file(const fs::path& p)
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/// The records of a CSV file as maps from its header's names to the fields (railyard's own CSV outputs).
+inline std::vector<std::map<std::string, std::string>> csv_rows(const fs::path& p)
+{
+  const auto records = railyard::parse_csv(read_file(p), p.string());
+  std::vector<std::map<std::string, std::string>> out;
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    std::map<std::string, std::string> row;
+    for (std::size_t c = 0; c < records[0].fields.size() && c < records[i].fields.size(); ++c)
+      row[records[0].fields[c]] = records[i].fields[c];
+    out.push_back(row);
+  }
+  return out;
 }
 
 /// A fresh, empty folder railyard_<name>_<pid> under the system's temporary directory.

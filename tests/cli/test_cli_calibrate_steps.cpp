@@ -65,19 +65,6 @@ double geomean_error(const std::vector<std::map<std::string, std::string>>& rows
   return std::exp(sum / n) - 1;
 }
 
-std::vector<std::map<std::string, std::string>> read_predictions(const fs::path& p)
-{
-  const auto records = railyard::parse_csv(read_file(p), p.string());
-  std::vector<std::map<std::string, std::string>> out;
-  for (std::size_t i = 1; i < records.size(); ++i) {
-    std::map<std::string, std::string> row;
-    for (std::size_t c = 0; c < records[0].fields.size(); ++c)
-      row[records[0].fields[c]] = records[i].fields[c];
-    out.push_back(row);
-  }
-  return out;
-}
-
 } // namespace
 
 TEST_F(CalibrateSteps, FitsTheHostAndPredictsHeldOutMeasurements)
@@ -89,7 +76,7 @@ TEST_F(CalibrateSteps, FitsTheHostAndPredictsHeldOutMeasurements)
               profile.string() + " --predictions " + predictions.string() + " --framework Megatron-DeepSpeed");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.out.find("with framework, held-out"), std::string::npos) << r.out;
-  const auto rows = read_predictions(predictions);
+  const auto rows = railyard::test::csv_rows(predictions);
   ASSERT_EQ(rows.size(), 80U);
   // Each row's measured time is the file's, in seconds; the error columns are simulated / measured - 1.
   const auto source = railyard::parse_csv(read_file(steps), steps);
@@ -195,7 +182,7 @@ TEST_F(CalibrateSteps, SeedFractionAndBudgetShapeTheFit)
     const CliResult r = run_cli("calibrate --steps " + steps + " --scenario " + base + " --out " + out.string() +
                                 " --predictions " + pred.string() + " " + args);
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    return std::make_pair(r.out, read_predictions(pred));
+    return std::make_pair(r.out, railyard::test::csv_rows(pred));
   };
   auto halves = [](const std::vector<std::map<std::string, std::string>>& rows) {
     std::string h;
