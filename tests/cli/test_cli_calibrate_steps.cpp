@@ -201,3 +201,49 @@ TEST_F(CalibrateSteps, SeedFractionAndBudgetShapeTheFit)
   EXPECT_LT(count(halves(quarter)), count(halves(seed1)));
   EXPECT_GT(count(halves(quarter)), 1);
 }
+
+// The host model on every communication model: a pipeline step of a small model on 8 A100s with the shipped
+// Megatron-DeepSpeed profile. The hosts' issuing time bounds the step from below, and the host only ever adds to the
+// device's own step.
+TEST_F(CalibrateSteps, TheHostModelRunsOnEveryCommunicationModel)
+{
+  const std::string profile =
+      std::string(RAILYARD_SOURCE_DIR) + "/calibration/profiles/dgx_a100_megatron_deepspeed.yaml";
+  auto scenario = [&](const std::string& replay, const std::string& network) {
+    return write("s_" + std::to_string(std::hash<std::string>{}(replay + network)) + ".yaml",
+                 "name: host\ncluster: {kind: single_node, nodes: 1, gpus_per_node: 8, node: {nvlink_bandwidth: 235 "
+                 "GB/s, nvlink_latency: 0.6 us}}\nnccl: {system: dgx_a100}\n" +
+                     network + "profile: " + profile +
+                     "\nworkload:\n  generator: megatron\n  model: {layers: 4, hidden: 1024, heads: 16, seq_length: "
+                     "1024, vocab: 50257, flash_attention: false}\n  parallel: {tp: 2, pp: 2, dp: 2, "
+                     "sequence_parallel: false, zero: 0}\n  training: {micro_batch: 1, global_batch: 8, recompute: "
+                     "full, dtype: fp16}\n  replay: {" +
+                     replay + "}\n");
+  };
+  const std::vector<std::pair<std::string, std::string>> modes = {
+      {"communication: analytical", ""},
+      {"communication: ideal", ""},
+      {"communication: coupled", ""},
+      {"communication: flows", ""},
+      {"communication: flows", "network: {backend: fluid}\n"}};
+  for (const auto& [replay, network] : modes) {
+    SCOPED_TRACE(replay + " " + network);
+    double step[2] = {0, 0};
+    for (int framework = 0; framework < 2; ++framework) {
+      const fs::path out = dir_ / ("o" + std::to_string(framework));
+      fs::remove_all(out);
+      const CliResult r = run_cli("run " + scenario(replay + (framework ? "" : ", framework: false"), network) +
+                                  " --out " + out.string());
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      const auto j = nlohmann::json::parse(read_file(out / "summary.json"));
+      step[framework] = j["step_time_s"].get<double>();
+      ASSERT_EQ(j.contains("framework"), framework == 1);
+      if (framework) {
+        const double busy = j["framework"]["host_busy_s_mean_over_ranks"].get<double>();
+        EXPECT_GT(busy, 0);
+        EXPECT_GE(step[1], busy);
+      }
+    }
+    EXPECT_GT(step[1], step[0]);
+  }
+}
