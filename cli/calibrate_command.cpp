@@ -112,18 +112,23 @@ void refuse_output_over_input(const std::string& out_path, const std::vector<std
   }
 }
 
+// --out and --predictions of a fit with a base scenario: neither replaces an input; the predictions file is new.
+void refuse_outputs_over_inputs(const CalibrateCliOptions& o, const std::string& measurements)
+{
+  refuse_output_over_input(o.out, {measurements, o.scenario}, "--out");
+  if (o.predictions.empty()) return;
+  refuse_output_over_input(o.predictions, {measurements, o.scenario, o.out}, "--predictions");
+  if (std::filesystem::exists(o.predictions))
+    throw InputError({o.predictions, 0, "--predictions"}, "the predictions file exists already",
+                     "name a new file, or remove the old one first");
+}
+
 int run_calibrate_steps(const CalibrateCliOptions& o)
 {
   if (o.scenario.empty())
     throw InputError({"", 0, "--scenario"}, "--steps needs the base scenario the rows complete",
                      "add --scenario BASE.yaml (cluster, nccl, profile and a generated workload)");
-  refuse_output_over_input(o.out, {o.steps, o.scenario}, "--out");
-  if (!o.predictions.empty()) {
-    refuse_output_over_input(o.predictions, {o.steps, o.scenario, o.out}, "--predictions");
-    if (std::filesystem::exists(o.predictions))
-      throw InputError({o.predictions, 0, "--predictions"}, "the predictions file exists already",
-                       "name a new file, or remove the old one first");
-  }
+  refuse_outputs_over_inputs(o, o.steps);
   if (o.max_evaluations < 5)
     throw InputError({"", 0, "--max-evaluations"}, "the fit needs at least 5 evaluations (its first simplex)",
                      "write e.g. --max-evaluations 200");
@@ -178,13 +183,7 @@ int run_calibrate_collectives(const CalibrateCliOptions& o)
   if (o.scenario.empty())
     throw InputError({"", 0, "--scenario"}, "--collectives needs the base scenario of the machine",
                      "add --scenario BASE.yaml (its cluster, network and nccl sections)");
-  refuse_output_over_input(o.out, {o.collectives, o.scenario}, "--out");
-  if (!o.predictions.empty()) {
-    refuse_output_over_input(o.predictions, {o.collectives, o.scenario, o.out}, "--predictions");
-    if (std::filesystem::exists(o.predictions))
-      throw InputError({o.predictions, 0, "--predictions"}, "the predictions file exists already",
-                       "name a new file, or remove the old one first");
-  }
+  refuse_outputs_over_inputs(o, o.collectives);
   scenario::CollectiveFitOptions options;
   options.scenario = o.scenario;
   options.keys = o.fit;
