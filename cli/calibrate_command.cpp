@@ -294,7 +294,8 @@ void add_calibrate_command(CLI::App& app, Action* action)
       "needs --scenario");
   cmd->add_option("--scenario", opts->scenario,
                   "with --steps: the base scenario each row completes (cluster, nccl, profile, a generated workload); "
-                  "the profile written is its profile plus the fitted 'framework:' block");
+                  "the profile written is its profile plus the fitted 'framework:' block. With --collectives: the "
+                  "machine (cluster, network, nccl) whose --fit keys are fitted; --out is it with the fitted values");
   cmd->add_option("--fit-fraction", opts->fit_fraction,
                   "with --steps: share of the rows the fit may use; the rest are held out and only reported "
                   "(default 0.5)");
