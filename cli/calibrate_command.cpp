@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,7 @@ struct CalibrateCliOptions {
   std::string scenario;
   double fit_fraction = 0.5;
   std::uint64_t seed = 1;
-  int max_evaluations = 200;
-  bool max_evaluations_given = false;
+  std::optional<int> max_evaluations; ///< empty: the fit's own default
   std::string framework;
   std::string predictions;
   std::string collectives;
@@ -129,15 +129,15 @@ int run_calibrate_steps(const CalibrateCliOptions& o)
     throw InputError({"", 0, "--scenario"}, "--steps needs the base scenario the rows complete",
                      "add --scenario BASE.yaml (cluster, nccl, profile and a generated workload)");
   refuse_outputs_over_inputs(o, o.steps);
-  if (o.max_evaluations < 5)
-    throw InputError({"", 0, "--max-evaluations"}, "the fit needs at least 5 evaluations (its first simplex)",
-                     "write e.g. --max-evaluations 200");
   scenario::StepFitOptions options;
   options.scenario = o.scenario;
   options.fit_fraction = o.fit_fraction;
   options.seed = o.seed;
-  options.max_evaluations = o.max_evaluations;
+  options.max_evaluations = o.max_evaluations.value_or(options.max_evaluations);
   options.framework_name = o.framework;
+  if (options.max_evaluations < 5)
+    throw InputError({"", 0, "--max-evaluations"}, "the fit needs at least 5 evaluations (its first simplex)",
+                     "write e.g. --max-evaluations 200");
   auto result = scenario::calibrate_steps(o.steps, options);
   if (!o.system.empty()) result.profile.system = o.system;
   if (!o.description.empty()) result.profile.description = o.description;
@@ -189,7 +189,7 @@ int run_calibrate_collectives(const CalibrateCliOptions& o)
   options.keys = o.fit;
   options.fit_ranks = o.fit_ranks;
   options.only = o.only;
-  options.max_evaluations = o.max_evaluations_given ? o.max_evaluations : 60;
+  options.max_evaluations = o.max_evaluations.value_or(options.max_evaluations);
   if (options.max_evaluations < static_cast<int>(o.fit.size()) + 1)
     throw InputError({"", 0, "--max-evaluations"}, "the fit needs at least one evaluation more than it has keys",
                      "give a larger --max-evaluations");
@@ -227,13 +227,12 @@ int run_calibrate_collectives(const CalibrateCliOptions& o)
 
 int run_calibrate(const CalibrateCliOptions& o)
 {
-  if (!o.collectives.empty() && (!o.steps.empty() || !o.from.empty()))
-    throw InputError({"", 0, "--collectives"}, "--collectives, --steps and --from fit different things",
-                     "run calibrate once per kind of input");
+  if (!o.collectives.empty() + !o.steps.empty() + !o.from.empty() > 1)
+    throw InputError({"", 0, !o.collectives.empty() ? "--collectives" : "--steps"},
+                     "--from, --steps and --collectives fit different things",
+                     "run calibrate once per kind of input: --from (nccl-tests logs, kernel CSVs), --steps (measured "
+                     "step times) or --collectives (measured nccl-tests points)");
   if (!o.collectives.empty()) return run_calibrate_collectives(o);
-  if (!o.steps.empty() && !o.from.empty())
-    throw InputError({"", 0, "--steps"}, "--steps and --from fit different things",
-                     "run calibrate once with --from (nccl-tests logs, kernel CSVs) and once with --steps");
   if (!o.steps.empty()) return run_calibrate_steps(o);
   if (o.from.empty())
     throw InputError({"", 0, "--from"}, "nothing to calibrate from",
@@ -302,8 +301,7 @@ void add_calibrate_command(CLI::App& app, Action* action)
   cmd->add_option("--seed", opts->seed, "with --steps: seed of the fit / held-out split (default 1)");
   cmd->add_option("--max-evaluations", opts->max_evaluations,
                   "with --steps or --collectives: most objective evaluations of the fit, each simulating every fit "
-                  "row (default 200 for --steps, 60 for --collectives)")
-      ->each([opts](const std::string&) { opts->max_evaluations_given = true; });
+                  "row (default 200 for --steps, 60 for --collectives)");
   cmd->add_option("--collectives", opts->collectives,
                   "measured nccl-tests points (CSV: collective, ranks, size_bytes, time_us; optional nodes, "
                   "algorithm, protocol, id, system; data/validation/nccl_tests/points.csv reads as is): fit the "

@@ -127,7 +127,7 @@ CollectiveCalibration calibrate_collectives(const std::string& points_csv, const
     // The fit scales the base value; a value of 0 (no step overhead) is fitted from 1 of its unit.
     base_values.push_back(number > 0 ? number : 1.0);
     units.push_back(unit);
-    out.keys.push_back({key, *v, *v, 1.0});
+    out.keys.push_back({key, *v, *v});
   }
   for (const auto& p : points)
     if (p.nodes > base.cluster.nodes || p.ranks / p.nodes > base.cluster.gpus_per_node)
@@ -135,19 +135,27 @@ CollectiveCalibration calibrate_collectives(const std::string& points_csv, const
                        fmt::format("{} ranks on {} nodes do not fit the base scenario's {} nodes of {} GPUs", p.ranks,
                                    p.nodes, base.cluster.nodes, base.cluster.gpus_per_node),
                        "give a base scenario with at least as many nodes and GPUs per node as the largest point");
-  auto with = [&](const std::vector<double>& factors) {
+  // The keys' values at x, the logarithms of their scale factors (from 1/1000 to 1000 of the base value).
+  auto values_at = [&](const std::vector<double>& x) {
     std::vector<std::string> values;
-    for (std::size_t k = 0; k < factors.size(); ++k)
-      values.push_back(fmt::format("{:.6g}{}", base_values[k] * factors[k], units[k]));
+    for (std::size_t k = 0; k < x.size(); ++k)
+      values.push_back(fmt::format(
+          "{:.6g}{}", base_values[k] * std::exp(std::clamp(x[k], std::log(1e-3), std::log(1e3))), units[k]));
     return values;
   };
-  // Groups of points that one scenario runs: same algorithm and protocol.
-  auto simulate = [&](const std::vector<std::string>& values, const MeasuredCollective& p) {
+  // The base scenario's tree with the keys set to `values`.
+  auto tree_with = [&](const std::vector<std::string>& values) {
     YamlNode root = YamlNode::load_string(base_text, o.scenario);
     YAML::Node raw;
     raw.reset(root.raw());
     for (std::size_t k = 0; k < values.size(); ++k)
       detail::set_key(raw, o.keys[k], values[k]);
+    return root;
+  };
+  auto simulate = [&](const std::vector<std::string>& values, const MeasuredCollective& p) {
+    YamlNode root = tree_with(values);
+    YAML::Node raw;
+    raw.reset(root.raw());
     if (!p.algorithm.empty()) detail::set_key(raw, "nccl.algo", p.algorithm);
     if (!p.protocol.empty()) detail::set_key(raw, "nccl.proto", p.protocol);
     const Scenario sc = parse_scenario(root, false);
@@ -161,14 +169,14 @@ CollectiveCalibration calibrate_collectives(const std::string& points_csv, const
     const NcclTestsRun run = simulate_nccl_tests(sc, opt);
     return run.rows.front().time.seconds() * 1e6;
   };
+  std::vector<std::string> base_texts;
+  for (const auto& k : out.keys)
+    base_texts.push_back(k.base_value);
   for (const auto& p : points) {
     CollectivePrediction c;
     c.point = p;
     c.fit = std::find(o.fit_ranks.begin(), o.fit_ranks.end(), p.ranks) != o.fit_ranks.end();
     try {
-      std::vector<std::string> base_texts;
-      for (const auto& k : out.keys)
-        base_texts.push_back(k.base_value);
       c.base_us = simulate(base_texts, p);
     } catch (const InputError& e) {
       throw InputError({points_csv, p.line, e.where().field},
@@ -183,10 +191,7 @@ CollectiveCalibration calibrate_collectives(const std::string& points_csv, const
                                  o.keys.size(), o.keys.size() + 1),
                      "fit fewer keys, or on more points");
   auto objective = [&](const std::vector<double>& x) {
-    std::vector<double> f;
-    for (double v : x)
-      f.push_back(std::exp(std::clamp(v, std::log(1e-3), std::log(1e3))));
-    const auto values = with(f);
+    const auto values = values_at(x);
     double sum = 0;
     for (const auto& c : out.points)
       if (c.fit) {
@@ -198,22 +203,12 @@ CollectiveCalibration calibrate_collectives(const std::string& points_csv, const
   const auto m = calibration::nelder_mead(objective, std::vector<double>(o.keys.size(), 0.0), std::log(1.5),
                                           o.max_evaluations, 1e-6);
   out.evaluations = m.evaluations;
-  std::vector<double> factors;
-  for (double v : m.x)
-    factors.push_back(std::exp(std::clamp(v, std::log(1e-3), std::log(1e3))));
-  const auto values = with(factors);
-  for (std::size_t k = 0; k < o.keys.size(); ++k) {
+  const auto values = values_at(m.x);
+  for (std::size_t k = 0; k < o.keys.size(); ++k)
     out.keys[k].fitted_value = values[k];
-    out.keys[k].factor = factors[k];
-  }
   for (auto& c : out.points)
     c.fitted_us = simulate(values, c.point);
-  YamlNode root = YamlNode::load_string(base_text, o.scenario);
-  YAML::Node raw;
-  raw.reset(root.raw());
-  for (std::size_t k = 0; k < values.size(); ++k)
-    detail::set_key(raw, o.keys[k], values[k]);
-  out.scenario_yaml = YAML::Dump(raw) + "\n";
+  out.scenario_yaml = YAML::Dump(tree_with(values).raw()) + "\n";
   return out;
 }
 

@@ -48,6 +48,22 @@ workloads::Workload load_workload(const Scenario& sc, ReplayOptions& options)
   return workloads::read_aicb_physical_workload(spec.trace_paths.front(), spec.layer);
 }
 
+// The scenario's profile: load_scenario has read it; a Scenario made in code may name one without it. Null without one.
+std::shared_ptr<const calibration::Profile> profile_of(const Scenario& scenario)
+{
+  if (scenario.profile_data || scenario.profile.empty()) return scenario.profile_data;
+  return std::make_shared<const calibration::Profile>(calibration::read_profile(scenario.profile));
+}
+
+// A generated workload's ops carry FLOPs and bytes, which only a profile's kernel model turns into times.
+void require_profile(const WorkloadSpec& w, const calibration::Profile* profile)
+{
+  if (w.kind == WorkloadSpec::Kind::Megatron && !profile)
+    throw InputError(w.where,
+                     "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
+                     "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+}
+
 // The default communication model when the scenario names none: collectives as coupled flows on a multi-node fabric
 // (contention between everything in flight, with DCQCN and PFC where the network turns them on, in seconds at
 // thousands of GPUs); per-step flows inside one node. Returns the note saying so, or "" when the scenario chose.
@@ -408,10 +424,7 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   WorkloadRunResult result;
   result.scenario = scenario;
   result.topology = topology.summary();
-  // load_scenario has read the profile; a Scenario made in code may name one without it.
-  std::shared_ptr<const calibration::Profile> profile = scenario.profile_data;
-  if (!profile && !scenario.profile.empty())
-    profile = std::make_shared<const calibration::Profile>(calibration::read_profile(scenario.profile));
+  const std::shared_ptr<const calibration::Profile> profile = profile_of(scenario);
   if (profile) result.profile_system = profile->system;
   ReplayOptions options = scenario.workload->replay;
   const std::string default_note = default_communication(scenario, options);
@@ -458,10 +471,7 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
       return std::optional<Seconds>(used);
     };
   }
-  if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && !profile)
-    throw InputError(scenario.workload->where,
-                     "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
-                     "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+  require_profile(*scenario.workload, profile.get());
   if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && scenario.jobs.empty()) {
     // Before generating: ops per program are about 43 per (micro-batch, layer) on the examples (gpt3_175b_1024:
     // 49k ops per rank for 96 micro-batches x 12 layers); 100 bounds them, one program per pipeline stage.
@@ -484,10 +494,7 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
     job_nodes = place_jobs(scenario);
     options.model_flops = 0;
     for (const JobSpec& job : scenario.jobs) {
-      if (job.workload.kind == WorkloadSpec::Kind::Megatron && !profile)
-        throw InputError(job.workload.where,
-                         "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
-                         "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+      require_profile(job.workload, profile.get());
       Scenario one = scenario;
       one.cluster.nodes = job.gpus / scenario.cluster.gpus_per_node;
       one.workload = job.workload;
@@ -758,16 +765,10 @@ PreparedStep::PreparedStep(const Scenario& scenario)
                      "give the scenario a 'workload:' section");
   const RunLimits limits;
   s_ = std::make_unique<State>(scenario, limits);
-  s_->profile = scenario.profile_data;
-  if (!s_->profile && !scenario.profile.empty())
-    s_->profile = std::make_shared<const calibration::Profile>(calibration::read_profile(scenario.profile));
-  if (scenario.workload->kind == WorkloadSpec::Kind::Megatron && !s_->profile)
-    throw InputError(scenario.workload->where,
-                     "a generated workload is timed by a profile's kernel model, and the scenario names no profile",
-                     "add 'profile: <path>/calibration/profiles/<system>.yaml' to the scenario");
+  s_->profile = profile_of(scenario);
+  require_profile(*scenario.workload, s_->profile.get());
   s_->options = scenario.workload->replay;
-  (void)default_communication(scenario, s_->options);
-  (void)framework_model(scenario, s_->profile.get(), s_->options);
+  (void)default_communication(scenario, s_->options); // each replay brings its own host model
   s_->options.trace_ranks = std::vector<int>{};
   s_->options.lower =
       nccl_lowering(s_->start.topology, scenario.nccl, scenario.step_overhead, limits.step_budget(s_->start.footprint));
@@ -784,14 +785,6 @@ ReplayResult PreparedStep::replay(const HostModel& host) const
   ReplayOptions o = s_->options;
   o.host = host;
   return replay_workload(s_->workload, s_->start.topology, s_->sim, s_->profile.get(), o);
-}
-
-std::size_t PreparedStep::ops() const
-{
-  std::size_t n = 0;
-  for (int r = 0; r < s_->workload.world_size(); ++r)
-    n += s_->workload.graph_of(r).size();
-  return n;
 }
 
 } // namespace railyard::scenario

@@ -272,14 +272,12 @@ StepCalibration calibrate_steps(const std::string& steps_csv, const StepFitOptio
                      "give more rows, or another --fit-fraction or --seed");
 
   // Nelder-Mead over x = log(cost / 1 us) for (per kernel, per communication call, per micro-batch, per step).
-  constexpr int D = 4;
-  using Point = std::array<double, D>;
   // Costs from 1 ns to 10 s: the search may wander, the replay never sees an infinite or vanishing cost.
   auto cost = [](double x) { return 1e-6 * std::exp(std::clamp(x, std::log(1e-3), std::log(1e7))); };
-  auto host_of = [&](const Point& x) {
+  auto host_of = [&](const std::vector<double>& x) {
     return sim::HostModel{true, cost(x[0]), cost(x[1]), cost(x[2]), cost(x[3]), o.sync_after_p2p};
   };
-  auto objective = [&](const Point& x) {
+  auto objective = [&](const std::vector<double>& x) {
     const sim::HostModel h = host_of(x);
     double sum = 0;
     int n = 0;
@@ -294,12 +292,9 @@ StepCalibration calibrate_steps(const std::string& steps_csv, const StepFitOptio
   // Start: 10 us per kernel and per call, 1 ms per micro-batch, 10 ms per step; the simplex spans a factor of 10 in
   // each.
   const calibration::Minimum m = calibration::nelder_mead(
-      [&](const std::vector<double>& x) {
-        return objective({x[0], x[1], x[2], x[3]});
-      },
-      {std::log(10.0), std::log(10.0), std::log(1e3), std::log(1e4)}, std::log(10.0), o.max_evaluations);
+      objective, {std::log(10.0), std::log(10.0), std::log(1e3), std::log(1e4)}, std::log(10.0), o.max_evaluations);
   out.evaluations = m.evaluations;
-  const sim::HostModel fitted = host_of({m.x[0], m.x[1], m.x[2], m.x[3]});
+  const sim::HostModel fitted = host_of(m.x);
   for (std::size_t i = 0; i < steps.size(); ++i)
     out.rows[i].framework_s = steps[i]->replay(fitted).step_time.seconds();
   out.device_fit = step_errors(out.rows, true, false);

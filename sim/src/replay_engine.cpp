@@ -114,7 +114,6 @@ void Engine::flush_hosts()
   while (!host_pending_.empty()) {
     RankRt& rt = ranks_[host_pending_.back()];
     host_pending_.pop_back();
-    rt.host_resume = false;
     rt.host_clock = std::max(rt.host_clock, now_);
     host_advance(rt);
   }
@@ -496,12 +495,9 @@ void Engine::record_done(RankRt& rt, OpId op, double start, double end)
 {
   rt.done[op] = 1;
   ++rt.ops;
-  if (rt.host && --rt.outstanding == 0 && rt.host_blocked) {
+  if (rt.host && --rt.outstanding == 0 && rt.host_blocked) { // once per block: host_advance blocks it again
     rt.host_blocked = false;
-    if (!rt.host_resume) {
-      rt.host_resume = true;
-      host_pending_.push_back(rt.rank);
-    }
+    host_pending_.push_back(rt.rank);
   }
   if (cfg_.progress) cfg_.progress->publish_ops(end, ++ops_done_);
   rt.first_start = std::min(rt.first_start, start);

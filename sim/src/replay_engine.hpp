@@ -95,7 +95,6 @@ struct RankRt {
   // before host_next; a blocked host waits until `outstanding` (ops issued, not done) is 0.
   bool host = false;
   bool host_blocked = false;
-  bool host_resume = false; ///< unblocked by a completion: advance it once the event is handled
   workloads::OpId host_next = 0;
   double host_clock = 0;
   double host_busy = 0; ///< seconds the host spent issuing
@@ -339,7 +338,7 @@ private:
   bool solve_posted_ = false;
   double step_posted_ = std::numeric_limits<double>::infinity(); ///< the earliest NetStep on the calendar
   std::vector<std::string> notes_;
-  std::vector<int> host_pending_; ///< ranks whose host_resume is set
+  std::vector<int> host_pending_; ///< ranks whose host a completion unblocked, to advance once the event is handled
 };
 
 } // namespace railyard::sim::replay_engine

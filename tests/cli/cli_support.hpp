@@ -3,6 +3,8 @@
 
 #include "railyard/common/csv.hpp"
 
+#include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,5 +100,24 @@ inline fs::path temp_dir(const std::string& name)
   fs::create_directories(d);
   return d;
 }
+
+/// A test with a fresh folder of its own, <suite>_<test> (temp_dir), removed afterwards; write() puts a file in it.
+class TempDirTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = temp_dir(std::string(info->test_suite_name()) + "_" + info->name());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  /// Writes `text` to dir_/name; returns the path.
+  std::string write(const std::string& name, const std::string& text)
+  {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  fs::path dir_;
+};
 
 } // namespace railyard::test

@@ -25,20 +25,8 @@ const std::string kSource = RAILYARD_SOURCE_DIR;
 const std::string kPoints = kSource + "/data/validation/nccl_tests/points.csv";
 const std::string kMachine = kSource + "/data/validation/nccl_tests/machines/h100_ib_400g_gjaion.yaml";
 
-class CalibrateCollectives : public ::testing::Test {
+class CalibrateCollectives : public railyard::test::TempDirTest {
 protected:
-  void SetUp() override
-  {
-    dir_ = railyard::test::temp_dir(std::string("calcoll_") +
-                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& text)
-  {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
   // The corpus rows of NVIDIA/nccl-tests issue 309's 2- and 4-node runs (gjaion) from 1 to 8 MiB, as they are.
   std::string subset()
   {
@@ -55,7 +43,6 @@ protected:
           }
     return write("points.csv", text);
   }
-  fs::path dir_;
 };
 
 // The out-of-place time of the one row `railyard nccl-tests` prints for `size` on ranks 0..7 of the first `nodes`.

@@ -23,15 +23,8 @@ namespace {
 
 const std::string kData = std::string(RAILYARD_SOURCE_DIR) + "/data/validation/vtrain_single";
 
-class CalibrateSteps : public ::testing::Test {
+class CalibrateSteps : public railyard::test::TempDirTest {
 protected:
-  void SetUp() override
-  {
-    dir_ = railyard::test::temp_dir(std::string("calsteps_") +
-                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // The header and the first `n` rows of vTrain's file.
   std::string subset(int n)
   {
@@ -39,17 +32,8 @@ protected:
     std::string line, text;
     for (int i = 0; i <= n && std::getline(in, line); ++i)
       text += line + "\n";
-    const fs::path p = dir_ / "steps.csv";
-    std::ofstream(p) << text;
-    return p.string();
+    return write("steps.csv", text);
   }
-  std::string write(const std::string& name, const std::string& text)
-  {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  fs::path dir_;
 };
 
 double geomean_error(const std::vector<std::map<std::string, std::string>>& rows, const std::string& half,

@@ -20,15 +20,8 @@ namespace {
 
 const std::string kSource = RAILYARD_SOURCE_DIR;
 
-class Memory : public ::testing::Test {
+class Memory : public railyard::test::TempDirTest {
 protected:
-  void SetUp() override
-  {
-    dir_ = railyard::test::temp_dir(std::string("memory_") +
-                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // One DGX H100 (8 GPUs) and a model given as `model`, `parallel` and `training` flow maps.
   std::string write(const std::string& name, const std::string& model, const std::string& parallel,
                     const std::string& training)
@@ -57,7 +50,6 @@ protected:
   {
     return run_cli("run " + file + " --out " + (dir_ / out).string());
   }
-  fs::path dir_;
 };
 
 // A 7B-class model (32 layers, hidden 4096): 6.7e9 parameters. Plain data parallelism keeps 18 bytes per parameter

@@ -53,7 +53,6 @@ struct CollectivePrediction {
 struct FittedKey {
   std::string key;
   std::string base_value, fitted_value; ///< as written in the scenario ("400 Gb/s")
-  double factor = 1;
 };
 
 struct CollectiveCalibration {

@@ -79,8 +79,6 @@ public:
   PreparedStep& operator=(const PreparedStep&) = delete;
   /// The replay with `host` in place of the profile's framework model (HostModel{} : the device alone).
   [[nodiscard]] sim::ReplayResult replay(const sim::HostModel& host) const;
-  /// The number of ops of the workload over all ranks (what a replay costs).
-  [[nodiscard]] std::size_t ops() const;
 
 private:
   struct State;

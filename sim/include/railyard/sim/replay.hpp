@@ -63,8 +63,7 @@ inline constexpr std::array kCommModels{CommModel::Flows, CommModel::Analytical,
 /// `microbatch_s` before an op that opens a micro-batch and `step_s` before the one that opens the optimizer; an op
 /// starts no earlier than its issue. After an op marked kHostSync (and kHostSyncP2p with `sync_after_p2p`) the host
 /// waits until the device has finished everything it issued. The step then starts at time 0, when the hosts start
-/// issuing. calibration::FrameworkModel carries fitted values (railyard calibrate
-/// --steps).
+/// issuing. calibration::FrameworkModel carries fitted values (railyard calibrate --steps).
 struct HostModel {
   bool enabled = false;
   double launch_s = 0;     ///< host time per kernel issued (framework dispatch and CUDA launch)
