@@ -57,7 +57,8 @@ TEST_F(CalibrateSteps, FitsTheHostAndPredictsHeldOutMeasurements)
   const fs::path profile = dir_ / "fitted.yaml", predictions = dir_ / "pred.csv";
   const CliResult r =
       run_cli("calibrate --steps " + steps + " --scenario " + kData + "/a100_megatron_deepspeed.yaml --out " +
-              profile.string() + " --predictions " + predictions.string() + " --framework Megatron-DeepSpeed");
+              profile.string() + " --predictions " + predictions.string() +
+              " --framework Megatron-DeepSpeed --system vtrain_subset --description 'vTrain rows 2-81'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.out.find("with framework, held-out"), std::string::npos) << r.out;
   const auto rows = railyard::test::csv_rows(predictions);
@@ -87,6 +88,8 @@ TEST_F(CalibrateSteps, FitsTheHostAndPredictsHeldOutMeasurements)
   const std::string text = read_file(profile);
   EXPECT_NE(text.find("framework:"), std::string::npos);
   EXPECT_NE(text.find("name: Megatron-DeepSpeed"), std::string::npos);
+  EXPECT_NE(text.find("system: vtrain_subset"), std::string::npos);
+  EXPECT_NE(text.find("description: vTrain rows 2-81"), std::string::npos);
   const auto& first = rows.front(); // line 2: 2 GPUs, gb 16, mb 8, h 1024, 24 layers, tp 1 dp 1 pp 2
   ASSERT_EQ(first.at("line"), "2");
   auto scenario = [&](const std::string& replay) {
