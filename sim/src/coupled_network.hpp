@@ -115,8 +115,11 @@ private:
     double window = 0, t = 0; ///< t: injected, delivered and the reaction point hold up to this date
     double offer = 0;         ///< bytes per second it sends now (its ports' offered load counts it)
     std::uint32_t qps = 1, gen = 0, ver = 0;
-    std::uint32_t hot = 0;  ///< active ports on its path: stepped while any
-    std::uint32_t spos = 0; ///< its place in stepped_
+    std::uint32_t hot = 0;   ///< hot ports on its path: stepped while any
+    std::uint32_t group = 0; ///< stepped: the group it steps with
+    std::uint32_t gpos = 0;  ///< stepped: its place in the group's lanes
+    std::uint32_t seen = 0;  ///< split_group()'s scratch
+    double step_t0 = 0;      ///< stepped: when its last step began (its last byte's date is interpolated in it)
     std::uint8_t nq = 0;
     bool active = false, full = false; ///< full: its window is full, the flow runs at its DCQCN rate
     bool stepped = false;              ///< integrated in steps (else it keeps its own dates: pass mode)
@@ -125,6 +128,7 @@ private:
     std::uint32_t host_pos = 0;
     models::cc::ReactionPoint rp;
     double hazard = 0, threshold = 1, last_cnp = 0;
+    double hazard_rate = 0; ///< hazard gained per second over its last step
     std::uint64_t rng = 0;
   };
   /// Queue-model state of a link: as a switch egress port, and as the ingress of the switch after it (PFC).
@@ -132,17 +136,32 @@ private:
     std::vector<std::pair<std::uint32_t, std::uint8_t>> lanes; ///< (lane, its queue index) queued here
     std::vector<std::uint32_t> host_lanes;                     ///< lanes whose first queue this (host) link feeds
     double queue = 0, in_rate = 0, headroom = 0;
-    double stepped_offer = 0;  ///< what its stepped lanes offer (the rest passes through first)
-    std::uint32_t stepped = 0; ///< its stepped lanes
+    double stepped_offer = 0;   ///< what its stepped lanes offer (the rest passes through first)
+    std::uint32_t stepped = 0;  ///< its stepped lanes
+    std::uint32_t hstepped = 0; ///< PFC on: stepped lanes whose host link this is (its counter joins them)
+    std::uint32_t group = 0;    ///< the group of its stepped lanes (or of its PFC watch), while it has either
+    std::uint32_t seen = 0;     ///< split_group()'s scratch
     double ingress = 0, ingress_prev = 0, excess = 0;
+    double slope = 0; ///< bytes per second its queue moved by over its group's last step
     double max_queue = 0, marks = 0, max_ingress = 0;
     int stage = 0;
     bool queued = false, overloaded = false, watched = false;
-    bool order_listed = false;             ///< listed in order_changes_
-    bool ordered = false;                  ///< in order_
     bool hot = false, heat_listed = false; ///< hot: offered more than its capacity, holding bytes or paused
     bool paused = false, pause_pending = false, resume_pending = false;
     std::uint64_t pause_events = 0;
+  };
+  /// Stepped lanes joined by the ports they cross (and, with PFC, by their host link's counter): nothing but the
+  /// max-min rates of their flows couples two groups, so each steps on its own clock, cut only by its own lanes' CNPs
+  /// and its own links' PAUSEs. A lane that becomes stepped joins the group of its ports (merging the groups it
+  /// bridges, each brought to that date first); a group whose lanes left is split into its parts at its next step.
+  struct Group {
+    double t = 0;   ///< its lanes, ports and counters are integrated up to t
+    double end = 0; ///< its step under way ends then
+    std::uint32_t ver = 0;
+    std::vector<std::uint32_t> lanes; ///< stepped lanes
+    std::vector<std::uint32_t> order; ///< the ports its lanes cross, by (stage, id): upstream first
+    std::vector<std::uint32_t> watch; ///< PFC: ingress links with a nonzero counter or a pause state
+    bool live = false, split_due = false;
   };
   enum class QEventKind : std::uint8_t { Cnp, PauseOn, PauseOff };
   struct QEvent {
@@ -193,7 +212,8 @@ private:
   [[nodiscard]] double lane_send(const LaneRec& lr, double t1, double dt) const;
   /// After a send: the window's state and the reaction point's new rate reach the flow's cap.
   void lane_after_send(std::uint32_t lane, double t1, double sent);
-  void check_drains(double t0, double t1, const PostEnd& post);
+  /// Flows whose lanes have all delivered their bytes end (posted at t).
+  void check_drains(double t, const PostEnd& post);
   [[nodiscard]] static bool lane_done(const LaneRec& lr);
   /// The rate the lane sends at now: its flow's share, or its DCQCN rate while its window holds bytes.
   [[nodiscard]] double send_rate(const LaneRec& lr) const;
@@ -216,9 +236,27 @@ private:
   [[nodiscard]] double lane_share(const LaneRec& lr) const;
   void refresh_cap(std::uint32_t f);
   void set_offered(std::uint32_t port, double delta);
-  /// Whether the model steps: some lane is integrated in steps, or a PFC counter or pause is still to be watched.
-  [[nodiscard]] bool stepping() const { return !stepped_.empty() || !watch_.empty(); }
-  void step(double t0, double t1, const PostEnd& post);
+  /// Integrates a group's lanes and ports from its clock to t1.
+  void step(std::uint32_t g, double t1);
+  /// The group of the link's stepped lanes or PFC watch, or kNoGroup.
+  [[nodiscard]] std::uint32_t group_of(std::uint32_t link) const;
+  [[nodiscard]] std::uint32_t new_group(double t);
+  /// Brings the group to t (a shorter step) and starts its next step there.
+  void cut_group(std::uint32_t g, double t);
+  /// Merges group `o` into `g` at t (both brought to t first).
+  void merge_groups(std::uint32_t g, std::uint32_t o, double t);
+  /// Its lanes may fall apart (some left): the parts become groups of their own, on its clock. Returns the new ones.
+  void split_group(std::uint32_t g, std::vector<std::uint32_t>& parts);
+  /// Its next step: one time_step, or longer while nothing its lanes and ports hold changes within it (see the .cpp);
+  /// posted on group_dates_.
+  void schedule_group(std::uint32_t g);
+  /// The date before which nothing a group's lanes, ports or counters hold changes beyond what one step integrates.
+  [[nodiscard]] double group_horizon(const Group& G) const;
+  void drop_group(std::uint32_t g);
+  void order_insert(std::uint32_t g, std::uint32_t port);
+  void order_erase(std::uint32_t g, std::uint32_t port);
+  /// A group's step has come: its parts step to its end and start the next.
+  void run_group(std::uint32_t g);
   void queue_event(const QEvent& e, double t);
   void set_pause(std::uint32_t link, bool on, double t);
 
@@ -242,11 +280,19 @@ private:
   SlotPool<LaneRec> lanes_;
   std::uint64_t lanes_started_ = 0, lanes_live_ = 0;
   EventCalendar<QEvent> qevents_;
-  std::vector<std::uint32_t> order_;         ///< the ports stepped lanes cross, by (stage, id)
-  std::vector<std::uint32_t> order_changes_; ///< ports whose stepped lanes went from none to some or back
-  std::vector<std::uint32_t> watch_;         ///< ingress links with a nonzero counter or a pause state
-  std::vector<std::uint32_t> draining_;      ///< flows whose queues still hold bytes after their injection ended
-  double queue_t_ = 0, step_ = 0;
+  std::vector<std::uint32_t> draining_; ///< flows whose queues still hold bytes after their injection ended
+  double step_ = 0;                     ///< a group's step (time_step, or PFC's bound)
+  static constexpr std::uint32_t kNoGroup = std::numeric_limits<std::uint32_t>::max();
+  SlotPool<Group> groups_;
+  /// Each live group's step end (date, group, version), earliest first; stale versions are skipped.
+  struct GroupDate {
+    double t;
+    std::uint32_t g, ver;
+    bool operator>(const GroupDate& o) const { return t != o.t ? t > o.t : g > o.g; }
+  };
+  std::vector<GroupDate> group_dates_;
+  std::vector<std::uint32_t> bfs_, parts_;
+  std::uint32_t seen_epoch_ = 0;
   /// A lane of a draining flow left the steps: its flow may be done, check_drains() looks at this date.
   double drain_due_ = std::numeric_limits<double>::infinity();
   /// Pass mode: each lane's next date (date, lane, version), earliest first; stale versions are skipped.
@@ -255,9 +301,8 @@ private:
     std::uint32_t lane, ver;
     bool operator>(const LaneDate& o) const { return t != o.t ? t > o.t : lane > o.lane; }
   };
-  std::vector<LaneDate> lane_dates_;   ///< the dates of the lanes not stepped
-  std::vector<std::uint32_t> stepped_; ///< lanes integrated in steps
-  std::vector<std::uint32_t> heat_;    ///< ports to look at in process_heat()
+  std::vector<LaneDate> lane_dates_; ///< the dates of the lanes not stepped
+  std::vector<std::uint32_t> heat_;  ///< ports to look at in process_heat()
   std::uint64_t cnps_ = 0, decreases_ = 0;
   double overflow_ = 0;
 };

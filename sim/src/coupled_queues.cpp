@@ -7,17 +7,27 @@
 // are fluid queues, served in up*/down* order within a step so a step's departures feed the next hop in the same step;
 // a port serves capacity x dt, each lane in proportion to what it has queued there (processor sharing of the queue's
 // content: in steady state each lane leaves at the share it arrives at, as with FIFO). Departing bytes are ECN-marked
-// with the RED probability of the queue they left; a lane's marks trigger CNPs as the per-transfer queue model's do
-// (fluid_queues.cpp: an exponential threshold on the accumulated hazard per packet, at most one CNP per interval, back
-// at the sender two path latencies later). PFC counts per ingress link the bytes that came in over it and still wait
-// in the switch's egress queues: above XOFF it pauses that link (a switch port stops serving; a host link stops every
-// flow with a lane behind it), below XON it resumes it, each a cable latency (plus the response time) after crossing.
+// with RED's probability of the queue they leave, the mean of its values at the step's two ends (the queue moves
+// linearly over a step); a lane's marks trigger CNPs as the per-transfer queue model's do (fluid_queues.cpp: an
+// exponential threshold on the accumulated hazard per packet, handled at the end of the time step it falls in, at most
+// one CNP per interval, back at the sender two path latencies later). PFC counts per ingress link the bytes that came
+// in over it and still wait in the switch's egress queues: above XOFF it pauses that link (a switch port stops
+// serving; a host link stops every flow with a lane behind it), below XON it resumes it, each a cable latency (plus
+// the response time) after crossing.
 //
 // Adaptive steps (FluidConfig::adaptive_steps), port by port: a port offered no more than its capacity (its lanes'
 // send rates summed) with an empty queue passes everything through at once. A port is hot when it is offered more,
-// holds bytes or is paused; the lanes crossing a hot port are stepped every time_step, every other lane keeps its own
-// date (a DCQCN timer or byte-counter event below line rate, its window filling or emptying, its last byte sent) and
-// catches up in one go there. `adaptive_steps: false` steps every lane, the reference.
+// holds bytes or is paused; the lanes crossing a hot port are stepped, every other lane keeps its own date (a DCQCN
+// timer or byte-counter event below line rate, its window filling or emptying, its last byte sent) and catches up in
+// one go there. Stepped lanes form groups (lanes joined by the ports they cross and, with PFC, by their host link's
+// counter): only their flows' max-min rates couple two groups, and those are exact for the bytes whatever the steps,
+// so each group steps on its own clock, cut only by its own lanes' CNPs and its own links' PAUSEs. A group's step is
+// one time_step, or longer, up to 64 of them, while nothing it holds changes within it: no reaction point's timer or
+// byte counter, window, or CNP interval of its lanes ends, no queue moves by more than a quarter of RED's band or
+// empties, no PFC counter can reach XOFF even at its link's full rate, and no pause is pending. Inside a long step
+// the notification points keep the time_step grid (a crossing is handled at the end of the time step it falls in),
+// so a long step dates CNPs as time steps would. `adaptive_steps: false` steps every lane every time_step, the
+// reference.
 #include "coupled_network.hpp"
 #include "ecn_draws.hpp"
 
@@ -227,22 +237,272 @@ void Network::list_heat(std::uint32_t port)
   heat_.push_back(port);
 }
 
+std::uint32_t Network::group_of(std::uint32_t link) const
+{
+  const QLink& q = q_[link];
+  return q.stepped > 0 || q.hstepped > 0 || q.watched ? q.group : kNoGroup;
+}
+
+std::uint32_t Network::new_group(double t)
+{
+  const std::uint32_t g = groups_.acquire();
+  Group& G = groups_[g];
+  G.lanes.clear();
+  G.order.clear();
+  G.watch.clear();
+  G.t = t;
+  G.live = true;
+  G.split_due = false;
+  ++G.ver;
+  return g;
+}
+
+void Network::drop_group(std::uint32_t g)
+{
+  Group& G = groups_[g];
+  G.live = false;
+  ++G.ver; // its posted step is void
+  groups_.release(g);
+}
+
+double Network::group_horizon(const Group& G) const
+{
+  const double t = G.t;
+  double h = kInf;
+  const bool dcqcn = cfg_.cc == CongestionControl::Dcqcn;
+  const auto& dc = cfg_.dcqcn;
+  const auto& pfc = cfg_.pfc;
+  for (const std::uint32_t ln : G.lanes) {
+    const LaneRec& lr = lanes_[ln];
+    if (pfc.enabled)
+      for (int k = 0; k < lr.nq; ++k) {
+        // A counter may reach XOFF no sooner than its link's full rate takes to fill what is left below it: the PAUSE
+        // must go out within a cable latency (plus the response time) of that, as on the grid. Pausing or resuming:
+        // the grid.
+        const std::uint32_t l = lr.ingress[k];
+        const QLink& in = q_[l];
+        if (in.paused || in.pause_pending || in.resume_pending || q_[lr.port[k]].paused) return t;
+        const double occ = in.watched ? in.ingress : 0.0;
+        h = std::min(h, t + std::max(0.0, pfc.xoff.bytes() - occ) / links_[l].capacity +
+                            topo_.link(l).latency.seconds() + pfc.response_time.seconds());
+      }
+    if (!dcqcn || lr.injected >= lr.total) continue;
+    // Its reaction point's next event, its window filling or emptying, its next CNP (at the rate its hazard grew).
+    const FlowRec& fr = flows_[lr.flow];
+    const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
+    const double in = lane_share(lr);
+    const double lag = lane_lag(lr, t);
+    const double send = lag > 0 ? rp : std::min(rp, in);
+    if (!lr.rp.at_line_rate()) {
+      h = std::min(h, lr.rp.next_change(dc).seconds());
+      if (send > 0) h = std::min(h, t + lr.rp.bytes_to_byte_event(dc).bytes() * lr.qps / send);
+    }
+    if (fr.draining) {
+      if (lag > 0 && rp > 0) h = std::min(h, t + lag / rp);
+    } else {
+      if (!lr.full && in > rp && lr.window > lag) h = std::min(h, t + (lr.window - lag) / (in - rp));
+      if (lag > 1e-9 * lr.total && rp > in) h = std::min(h, t + lag / (rp - in));
+    }
+    // Marked: once its CNP interval is over, its next CNP may come at any packet (step() dates it inside a step); a
+    // step then ends within a round trip, as the CNP's effect would.
+    if (lr.hazard_rate > 0) h = std::min(h, std::max(t, lr.last_cnp + dc.cnp_interval.seconds()) + 2 * lr.latency);
+  }
+  // A queue moves by at most a quarter of RED's band (of XOFF, with PFC alone) in a step, and a queue that empties
+  // ends it.
+  const double band = dcqcn ? (dc.k_max.bytes() - dc.k_min.bytes()) / 4 : pfc.xoff.bytes() / 4;
+  for (const std::uint32_t l : G.order) {
+    const QLink& q = q_[l];
+    const double slope = q.queue > 0 ? q.slope : std::max(0.0, q.in_rate - links_[l].capacity);
+    if (slope != 0) h = std::min(h, t + std::max(band, cfg_.mtu.bytes()) / std::abs(slope));
+    if (q.queue > 0 && slope < 0) h = std::min(h, t + q.queue / -slope);
+  }
+  return h;
+}
+
+void Network::schedule_group(std::uint32_t g)
+{
+  Group& G = groups_[g];
+  double len = step_;
+  if (cfg_.adaptive_steps) {
+    // A step grows while nothing the group holds changes within it, up to kMaxGrowth time steps.
+    constexpr double kMaxGrowth = 64;
+    const double horizon = group_horizon(G) - G.t;
+    if (horizon > step_) len = std::min(horizon, kMaxGrowth * step_);
+  }
+  G.end = G.t + len;
+  ++G.ver;
+  group_dates_.push_back({G.end, g, G.ver});
+  std::push_heap(group_dates_.begin(), group_dates_.end(), std::greater<>{});
+}
+
+void Network::cut_group(std::uint32_t g, double t)
+{
+  if (t > groups_[g].t) step(g, t);
+  schedule_group(g);
+}
+
+void Network::order_insert(std::uint32_t g, std::uint32_t port)
+{
+  auto& order = groups_[g].order;
+  const auto before = [&](std::uint32_t a, std::uint32_t b) {
+    return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
+  };
+  order.insert(std::lower_bound(order.begin(), order.end(), port, before), port);
+}
+
+void Network::order_erase(std::uint32_t g, std::uint32_t port)
+{
+  auto& order = groups_[g].order;
+  order.erase(std::find(order.begin(), order.end(), port));
+}
+
+void Network::merge_groups(std::uint32_t g, std::uint32_t o, double t)
+{
+  if (t > groups_[g].t) step(g, t);
+  if (t > groups_[o].t) step(o, t);
+  Group& G = groups_[g];
+  Group& O = groups_[o];
+  for (const std::uint32_t ln : O.lanes) {
+    LaneRec& lr = lanes_[ln];
+    lr.group = g;
+    lr.gpos = static_cast<std::uint32_t>(G.lanes.size());
+    G.lanes.push_back(ln);
+    for (int k = 0; k < lr.nq; ++k)
+      q_[lr.port[k]].group = g;
+    if (cfg_.pfc.enabled) q_[lr.ingress[0]].group = g;
+  }
+  for (const std::uint32_t l : O.watch) {
+    q_[l].group = g;
+    G.watch.push_back(l);
+  }
+  const auto before = [&](std::uint32_t a, std::uint32_t b) {
+    return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
+  };
+  const std::size_t mid = G.order.size();
+  G.order.insert(G.order.end(), O.order.begin(), O.order.end());
+  std::inplace_merge(G.order.begin(), G.order.begin() + static_cast<std::ptrdiff_t>(mid), G.order.end(), before);
+  G.split_due = G.split_due || O.split_due;
+  G.t = t;
+  O.lanes.clear();
+  O.order.clear();
+  O.watch.clear();
+  drop_group(o);
+  schedule_group(g);
+}
+
+void Network::split_group(std::uint32_t g, std::vector<std::uint32_t>& parts)
+{
+  parts.clear();
+  parts.push_back(g);
+  Group& G0 = groups_[g];
+  if (!G0.split_due) return;
+  G0.split_due = false;
+  if (G0.lanes.size() < 2) return;
+  // Breadth first over lanes and the ports (and, with PFC, host links) they share: each part after the first becomes
+  // a group on the same clock.
+  const std::uint32_t epoch = ++seen_epoch_;
+  const std::vector<std::uint32_t> lanes = std::move(G0.lanes);
+  G0.lanes.clear();
+  const double t = G0.t;
+  for (const std::uint32_t start : lanes) {
+    if (lanes_[start].seen == epoch) continue;
+    const std::uint32_t part = parts.size() == 1 && groups_[g].lanes.empty() ? g : new_group(t);
+    if (part != g) parts.push_back(part);
+    bfs_.clear();
+    bfs_.push_back(start);
+    lanes_[start].seen = epoch;
+    for (std::size_t i = 0; i < bfs_.size(); ++i) {
+      const std::uint32_t ln = bfs_[i];
+      LaneRec& lr = lanes_[ln];
+      lr.group = part;
+      Group& P = groups_[part];
+      lr.gpos = static_cast<std::uint32_t>(P.lanes.size());
+      P.lanes.push_back(ln);
+      const auto visit = [&](std::uint32_t l, bool host) {
+        QLink& q = q_[l];
+        if (q.seen == epoch) return;
+        q.seen = epoch;
+        q.group = part;
+        const auto reach = [&](std::uint32_t other) {
+          LaneRec& o = lanes_[other];
+          if (!o.stepped || o.seen == epoch) return;
+          o.seen = epoch;
+          bfs_.push_back(other);
+        };
+        if (host)
+          for (const std::uint32_t other : q.host_lanes)
+            reach(other);
+        else
+          for (const auto& [other, k] : q.lanes)
+            reach(other);
+      };
+      for (int k = 0; k < lr.nq; ++k)
+        visit(lr.port[k], false);
+      if (cfg_.pfc.enabled) visit(lr.ingress[0], true);
+    }
+  }
+  if (parts.size() == 1) return;
+  // Ports and watched links follow their lanes (a watched link no lane of the group reaches stays with the first part).
+  Group& G = groups_[g];
+  std::vector<std::uint32_t> order = std::move(G.order), watch = std::move(G.watch);
+  G.order.clear();
+  G.watch.clear();
+  for (const std::uint32_t l : order)
+    groups_[q_[l].group].order.push_back(l); // each part's ports stay in order
+  for (const std::uint32_t l : watch) {
+    if (q_[l].seen != epoch) q_[l].group = g;
+    groups_[q_[l].group].watch.push_back(l);
+  }
+  for (const std::uint32_t p : parts)
+    groups_[p].end = groups_[g].end;
+}
+
 void Network::set_stepped(std::uint32_t ln, bool on, double t)
 {
   LaneRec& lr = lanes_[ln];
   if (lr.stepped == on) return;
+  const bool pfc = cfg_.pfc.enabled;
   if (on) {
     // It joins the steps at t: what it sent since its own date went through ports that held nothing.
-    if (stepped_.empty()) queue_t_ = std::max(queue_t_, t);
     sync_lane(ln, t);
     ++lr.ver; // its own date is void
-    lr.spos = static_cast<std::uint32_t>(stepped_.size());
-    stepped_.push_back(ln);
+    // The group of its ports (and host link): groups it bridges merge, each brought to t first.
+    std::uint32_t g = kNoGroup;
+    const auto join = [&](std::uint32_t l) {
+      std::uint32_t o = group_of(l);
+      if (o == kNoGroup || o == g) return;
+      if (g == kNoGroup) {
+        g = o;
+        return;
+      }
+      if (groups_[o].lanes.size() > groups_[g].lanes.size()) std::swap(g, o);
+      merge_groups(g, o, t);
+    };
+    for (int k = 0; k < lr.nq; ++k)
+      join(lr.port[k]);
+    if (pfc) join(lr.ingress[0]);
+    const bool fresh = g == kNoGroup;
+    if (fresh) g = new_group(t);
+    Group& G = groups_[g];
+    lr.group = g;
+    lr.gpos = static_cast<std::uint32_t>(G.lanes.size());
+    lr.step_t0 = t;
+    G.lanes.push_back(ln);
+    // A new group takes one time step first; so does a group's step under way that would run longer (what the lane
+    // brings was not in its horizon).
+    if (fresh || G.end > t + step_) {
+      G.end = t + step_;
+      ++G.ver;
+      group_dates_.push_back({G.end, g, G.ver});
+      std::push_heap(group_dates_.begin(), group_dates_.end(), std::greater<>{});
+    }
   } else {
-    const std::uint32_t moved = stepped_.back();
-    stepped_[lr.spos] = moved;
-    stepped_.pop_back();
-    if (lr.spos < stepped_.size()) lanes_[moved].spos = lr.spos;
+    Group& G = groups_[lr.group];
+    const std::uint32_t moved = G.lanes.back();
+    G.lanes[lr.gpos] = moved;
+    G.lanes.pop_back();
+    if (lr.gpos < G.lanes.size()) lanes_[moved].gpos = lr.gpos;
+    G.split_due = true;
     // It leaves the steps with every port on its path cold (no queue there): what it sent into them since the last
     // step passes them now. A draining flow it belongs to may be done: the model looks at t.
     if (lr.active) {
@@ -254,17 +514,30 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
     }
   }
   lr.stepped = on;
+  const std::uint32_t g = lr.group;
   for (int k = 0; k < lr.nq; ++k) {
-    QLink& q = q_[lr.port[k]];
+    const std::uint32_t l = lr.port[k];
+    QLink& q = q_[l];
     q.stepped += on ? 1 : static_cast<std::uint32_t>(-1);
     q.stepped_offer += on ? lr.offer : -lr.offer;
     if (q.stepped == 0) q.stepped_offer = 0;
-    if (q.stepped == (on ? 1U : 0U) && !q.order_listed) { // it joins or leaves the stepped ports: step() updates order_
-      q.order_listed = true;
-      order_changes_.push_back(lr.port[k]);
+    if (on && q.stepped == 1) {
+      q.group = g;
+      order_insert(g, l);
+    } else if (!on && q.stepped == 0) {
+      order_erase(g, l);
     }
   }
-  if (!on) schedule_lane(ln);
+  if (pfc) {
+    QLink& h = q_[lr.ingress[0]];
+    h.hstepped += on ? 1 : static_cast<std::uint32_t>(-1);
+    if (on) h.group = g;
+  }
+  if (!on) {
+    const Group& G = groups_[g];
+    if (G.lanes.empty() && G.watch.empty()) drop_group(g);
+    schedule_lane(ln);
+  }
 }
 
 void Network::process_heat(double t)
@@ -363,7 +636,16 @@ double Network::next_time()
 {
   if (!queues_) return kInf;
   double t = std::min(qevents_.next_date(), drain_due_);
-  if (stepping()) t = std::min(t, queue_t_ + step_);
+  while (!group_dates_.empty()) {
+    const GroupDate& top = group_dates_.front();
+    const Group& G = groups_[top.g];
+    if (G.live && G.ver == top.ver) {
+      t = std::min(t, top.t);
+      break;
+    }
+    std::pop_heap(group_dates_.begin(), group_dates_.end(), std::greater<>{});
+    group_dates_.pop_back();
+  }
   while (!lane_dates_.empty()) {
     const LaneDate& top = lane_dates_.front();
     const LaneRec& lr = lanes_[top.lane];
@@ -374,18 +656,36 @@ double Network::next_time()
   return t;
 }
 
+void Network::run_group(std::uint32_t g)
+{
+  split_group(g, parts_);
+  const double t1 = groups_[g].end;
+  for (const std::uint32_t p : parts_) {
+    step(p, t1);
+    const Group& P = groups_[p];
+    if (P.lanes.empty() && P.watch.empty())
+      drop_group(p);
+    else
+      schedule_group(p);
+  }
+}
+
 void Network::advance(double t, const PostEnd& post)
 {
   if (!queues_) return;
   while (true) {
     const double next = next_time();
     if (next > t) break;
-    // A step ends on the grid or where a CNP or a PAUSE acts on the queues. A lane that keeps its own dates does not
-    // cut the step: what it sends passes ports that hold nothing, and a lane it makes stepped joins the step from that
-    // date (step() sends its bytes from lr.t); its flow's new rate is exact for the bytes the stepped lanes take.
-    if (stepping() && next > queue_t_ && (next >= queue_t_ + step_ || qevents_.next_date() <= next)) {
-      step(queue_t_, next, post);
-      queue_t_ = next;
+    // The groups whose step ends at `next`. A lane that keeps its own dates does not cut a step: what it sends passes
+    // ports that hold nothing, and a lane it makes stepped joins the step under way from that date (step() sends its
+    // bytes from lr.t); its flow's new rate is exact for the bytes the stepped lanes take.
+    while (!group_dates_.empty() && group_dates_.front().t <= next) {
+      const GroupDate d = group_dates_.front();
+      std::pop_heap(group_dates_.begin(), group_dates_.end(), std::greater<>{});
+      group_dates_.pop_back();
+      const Group& G = groups_[d.g];
+      if (!G.live || G.ver != d.ver) continue;
+      run_group(d.g);
     }
     // The lanes not stepped whose own date is `next` catch up and look ahead.
     while (!lane_dates_.empty() && lane_dates_.front().t <= next) {
@@ -398,9 +698,20 @@ void Network::advance(double t, const PostEnd& post)
       schedule_lane(d.lane);
     }
     if (drain_due_ <= next) drain_due_ = kInf;
-    check_drains(next, next, post);
+    check_drains(next, post);
+    // A CNP or a PAUSE cuts the step of the group it acts on (brought to `next` first).
     while (qevents_.next_date() <= next)
-      qevents_.run_next([&](const QEvent& e) { queue_event(e, next); });
+      qevents_.run_next([&](const QEvent& e) {
+        std::uint32_t g = kNoGroup;
+        if (e.kind == QEventKind::Cnp) {
+          if (e.a < lanes_.size() && lanes_[e.a].active && lanes_[e.a].gen == e.gen && lanes_[e.a].stepped)
+            g = lanes_[e.a].group;
+        } else {
+          g = group_of(e.a);
+        }
+        if (g != kNoGroup) cut_group(g, next);
+        queue_event(e, next);
+      });
     process_heat(next);
     // A date before t that nothing but the queue model acts on: its new rates now. At t itself the caller solves
     // once every change at t is in (flows ending at t leave before the rates are shared out again).
@@ -476,19 +787,20 @@ void Network::finish_injection(std::uint32_t f, double t)
     draining_.push_back(f);
 }
 
-void Network::check_drains(double t0, double t1, const PostEnd& post)
+void Network::check_drains(double t, const PostEnd& post)
 {
-  const double dt = t1 - t0;
   for (std::size_t i = 0; i < draining_.size();) {
     const std::uint32_t f = draining_[i];
     FlowRec& fr = flows_[f];
     // Lanes found done stay done: each is looked at until it is, once after.
     while (fr.drain_pos < fr.lanes.size() && lane_done(lanes_[fr.lanes[fr.drain_pos]])) {
       const LaneRec& lr = lanes_[fr.lanes[fr.drain_pos++]];
-      // Its last byte left inside this step (when it was stepped and delivered in it), else at t1 (its own date).
-      double at = t1;
+      // Its last byte left inside its group's last step (when it was stepped and delivered in it), else at t (its own
+      // date).
+      double at = t;
+      const double dt = lr.t - lr.step_t0;
       if (lr.stepped && lr.last_delivery > 0 && dt > 0)
-        at = t0 + dt * std::clamp((lr.total - (lr.delivered - lr.last_delivery)) / lr.last_delivery, 0.0, 1.0);
+        at = lr.step_t0 + dt * std::clamp((lr.total - (lr.delivered - lr.last_delivery)) / lr.last_delivery, 0.0, 1.0);
       fr.end_at = std::max(fr.end_at, at);
     }
     if (fr.drain_pos < fr.lanes.size()) {
@@ -496,68 +808,40 @@ void Network::check_drains(double t0, double t1, const PostEnd& post)
       continue;
     }
     fr.drained = true;
-    post(f, fr.version, t1);
+    post(f, fr.version, t);
     draining_[i] = draining_.back();
     draining_.pop_back();
   }
 }
 
-void Network::step(double t0, double t1, const PostEnd& post)
+void Network::step(std::uint32_t g, double t1)
 {
+  Group& G = groups_[g];
+  const double t0 = G.t;
   const double dt = t1 - t0;
   if (!(dt > 0)) return;
+  G.t = t1;
   const bool dcqcn = cfg_.cc == CongestionControl::Dcqcn;
   const auto& dc = cfg_.dcqcn;
   const double mtu = cfg_.mtu.bytes();
 
   // Injection: each stepped lane sends what its flow injected for it, at most at its DCQCN rate, into its first queue.
-  // (A lane's sends can change offers and list ports for process_heat(), never stepped_ itself.)
-  for (const std::uint32_t ln : stepped_) {
+  // (A lane's sends can change offers and list ports for process_heat(), never the group itself.)
+  for (const std::uint32_t ln : G.lanes) {
     LaneRec& lr = lanes_[ln];
-    const double sent = lane_send(lr, t1, t1 - std::max(t0, lr.t)); // a lane stepped since t0 sends from then
+    lr.step_t0 = std::max(t0, lr.t); // a lane stepped since t0 sends from then
+    lr.hazard_rate = lr.hazard;      // its hazard at the start (the rate is taken at the end)
+    const double sent = lane_send(lr, t1, t1 - lr.step_t0);
     lr.injected += sent;
     lr.arriving[0] += sent;
     lr.last_delivery = 0;
     lr.t = t1;
     lane_after_send(ln, t1, sent);
   }
-  if (!order_changes_.empty()) {
-    // The ports stepped lanes cross (q.stepped > 0), in up*/down* order (so a step's departures feed the next hop in
-    // the same step): by (stage, id). A few ports joining or leaving move in place; many, and the list is sorted anew.
-    const auto before = [&](std::uint32_t a, std::uint32_t b) {
-      return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
-    };
-    if (order_changes_.size() * 8 > order_.size()) {
-      for (const std::uint32_t l : order_changes_) {
-        QLink& q = q_[l];
-        q.order_listed = false;
-        if ((q.stepped > 0) != q.ordered) {
-          q.ordered = q.stepped > 0;
-          if (q.ordered) order_.push_back(l);
-        }
-      }
-      std::erase_if(order_, [&](std::uint32_t l) { return !q_[l].ordered; });
-      std::sort(order_.begin(), order_.end(), before);
-    } else {
-      for (const std::uint32_t l : order_changes_) {
-        QLink& q = q_[l];
-        q.order_listed = false;
-        if ((q.stepped > 0) == q.ordered) continue;
-        q.ordered = q.stepped > 0;
-        const auto at = std::lower_bound(order_.begin(), order_.end(), l, before);
-        if (q.ordered)
-          order_.insert(at, l);
-        else
-          order_.erase(at);
-      }
-    }
-    order_changes_.clear();
-  }
   // Egress ports stepped lanes cross, upstream first. The lanes not stepped there pass first (the port is cold for
   // them: what they offer fits); the stepped lanes share what capacity is left, in proportion to what each holds.
-  for (std::uint32_t l : order_) {
+  for (std::uint32_t l : G.order) {
     QLink& q = q_[l];
-    if (q.stepped == 0) continue;
     double held = 0;
     for (const auto& [ln, k] : q.lanes) {
       LaneRec& lr = lanes_[ln];
@@ -571,8 +855,16 @@ void Network::step(double t0, double t1, const PostEnd& post)
     // What arrives at no more than the capacity leaves (a relative 1e-12 above is the rounding of a port fed at
     // exactly its capacity, not a queue).
     const double ratio = held > service * (1 + 1e-12) ? service / held : 1.0;
-    const double p = dcqcn ? models::cc::marking_probability(dc, Bytes(q.queue)) : 0.0;
-    const double hazard = mark_hazard(p);
+    // Packets leave marked with RED's probability of the queue they leave, which moves linearly over the step: the
+    // mean of its probabilities at the step's two ends (exact inside RED's band, however long the step).
+    const double end_queue = ratio == 1.0 ? 0.0 : std::max(0.0, held - service);
+    double p = 0, hazard = 0;
+    if (dcqcn) {
+      const double p0 = models::cc::marking_probability(dc, Bytes(q.queue));
+      const double p1 = models::cc::marking_probability(dc, Bytes(end_queue));
+      p = (p0 + p1) / 2;
+      hazard = (mark_hazard(p0) + mark_hazard(p1)) / 2;
+    }
     double sent = 0;
     for (const auto& [ln, k] : q.lanes) {
       LaneRec& lr = lanes_[ln];
@@ -590,6 +882,7 @@ void Network::step(double t0, double t1, const PostEnd& post)
     }
     const double queue = ratio == 1.0 ? 0.0 : std::max(0.0, held - sent);
     if ((queue > 0) != (q.queue > 0)) list_heat(l);
+    q.slope = (queue - q.queue) / dt;
     q.queue = queue;
     const double marks = (sent + others * dt) / mtu * p;
     q.max_queue = std::max(q.max_queue, q.queue);
@@ -604,25 +897,53 @@ void Network::step(double t0, double t1, const PostEnd& post)
 
   // Notification points: the first mark after the CNP interval sends a CNP, back at the sender a round trip later.
   if (dcqcn)
-    for (const std::uint32_t ln : stepped_) {
+    for (const std::uint32_t ln : G.lanes) {
       LaneRec& lr = lanes_[ln];
-      if (lr.hazard < lr.threshold) continue;
-      if (t1 - lr.last_cnp >= dc.cnp_interval.seconds()) {
-        lr.last_cnp = t1;
-        qevents_.post(t1 + 2 * lr.latency, QEvent{ln, lr.gen, QEventKind::Cnp});
-        ++cnps_;
+      if (lr.hazard < lr.threshold) {
+        lr.hazard_rate = (lr.hazard - lr.hazard_rate) / dt;
+        continue;
       }
-      lr.hazard = 0;
-      lr.threshold = next_exponential(lr.rng);
+      // Its hazard grew linearly over the step. Each crossing of its threshold is a marked packet, which the
+      // notification point handles at the end of the time step it falls in (the grid of time_step inside a longer
+      // step: so a long step gives what time steps give): the first after the CNP interval sends a CNP, back at the
+      // sender a round trip later; a crossing inside the interval only draws the next threshold. A queue marking every
+      // packet sends a CNP at the first grid point out of the interval.
+      const double interval = dc.cnp_interval.seconds();
+      const double rate = (lr.hazard - lr.hazard_rate) / dt;
+      const auto grid = [&](double x) { return std::min(t1, t0 + step_ * std::max(1.0, std::ceil((x - t0) / step_))); };
+      const auto cnp = [&](double at) {
+        lr.last_cnp = at;
+        qevents_.post(std::max(t1, at + 2 * lr.latency), QEvent{ln, lr.gen, QEventKind::Cnp});
+        ++cnps_;
+      };
+      if (!std::isfinite(rate)) {
+        for (double e = std::max(t0, lr.last_cnp + interval); e <= t1; e = lr.last_cnp + interval)
+          cnp(grid(e));
+        lr.threshold = next_exponential(lr.rng);
+        lr.hazard = 0;
+        lr.hazard_rate = rate;
+        continue;
+      }
+      double hz = lr.hazard_rate, at = t0;
+      while (rate > 0) {
+        const double tc = at + std::max(0.0, lr.threshold - hz) / rate;
+        if (tc > t1) break;
+        at = grid(tc);
+        if (at - lr.last_cnp >= interval) cnp(at);
+        lr.threshold = next_exponential(lr.rng);
+        hz = 0;
+      }
+      lr.hazard = hz + rate * (t1 - at);
+      lr.hazard_rate = rate;
     }
 
   // PFC ingress counters: bytes queued at a lane's port came in over the link before it.
   if (cfg_.pfc.enabled) {
-    for (std::uint32_t l : watch_) {
+    for (std::uint32_t l : G.watch) {
       q_[l].ingress_prev = q_[l].ingress;
       q_[l].ingress = 0;
     }
-    for (std::uint32_t l : order_) {
+    for (std::uint32_t l : G.order) {
       if (!(q_[l].queue > 0)) continue;
       for (const auto& [ln, k] : q_[l].lanes) {
         const LaneRec& lr = lanes_[ln];
@@ -631,14 +952,16 @@ void Network::step(double t0, double t1, const PostEnd& post)
         if (!in.watched) {
           in.watched = true;
           in.ingress = in.ingress_prev = 0;
-          watch_.push_back(lr.ingress[k]);
+          in.group = g; // a lane of this group queues here: the link's counter is the group's
+          G.watch.push_back(lr.ingress[k]);
         }
         in.ingress += lr.backlog[k];
       }
     }
     const auto& pfc = cfg_.pfc;
-    std::vector<std::uint32_t> keep;
-    for (std::uint32_t l : watch_) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < G.watch.size(); ++i) {
+      const std::uint32_t l = G.watch[i];
       QLink& in = q_[l];
       const double occ = in.ingress;
       const double excess = std::max(0.0, occ - (pfc.xoff.bytes() + in.headroom));
@@ -666,14 +989,14 @@ void Network::step(double t0, double t1, const PostEnd& post)
         qevents_.post(std::max(t1, crossing(pfc.xon.bytes()) + latency), QEvent{l, 0, QEventKind::PauseOff});
       }
       if (occ > 0 || in.paused || in.pause_pending || in.resume_pending)
-        keep.push_back(l);
+        G.watch[kept++] = l;
       else
         in.watched = false;
     }
-    watch_.swap(keep);
+    G.watch.resize(kept);
   }
-
-  check_drains(t0, t1, post);
+  // A draining flow's last lane may be done: the model looks at t1.
+  if (!draining_.empty()) drain_due_ = std::min(drain_due_, t1);
 }
 
 void Network::queue_event(const QEvent& e, double t)

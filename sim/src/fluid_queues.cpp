@@ -5,7 +5,8 @@
 // In each step of at most `time_step`, every busy egress port, in up*/down* order so a step's departures feed the
 // next hop in the same step, serves capacity x dt from its FIFO of arrival batches (fluid_fifo.hpp): bytes leave in
 // the order they arrived, and the flows of one batch in proportion. Unpaused priorities share the port in proportion
-// to what each has queued. Departing bytes are ECN-marked with the RED probability of the queue they left; a flow's
+// to what each has queued. Departing bytes are ECN-marked with RED's probability of the queue they leave, the mean of
+// its values at the step's two ends (the queue moves linearly over a step); a flow's
 // marks form a Poisson-like process whose first arrival after the receiver's CNP interval triggers a CNP (an
 // exponential threshold on the accumulated hazard -ln(1 - p) per packet, so a window sees at least one mark with
 // probability 1 - prod(1 - p)). Per ingress port and priority the switch counts the bytes that came in there and
@@ -181,8 +182,18 @@ void Net::queue_step(double t0, double t1)
         offered += fifo.bytes();
     const double service = ls.capacity * dt;
     const double ratio = offered > service ? service / offered : 1.0;
-    const double p = cfg_.cc == CongestionControl::Dcqcn ? models::cc::marking_probability(dc, Bytes(la.queue)) : 0.0;
-    const double hazard = mark_hazard(p);
+    // Packets leave marked with RED's probability of the queue they leave, which moves linearly over the step: the
+    // mean of its probabilities at the step's two ends.
+    double p = 0, hazard = 0;
+    if (cfg_.cc == CongestionControl::Dcqcn) {
+      double end_queue = 0;
+      for (const auto& [prio, fifo] : port.by_priority)
+        end_queue += ((ls.paused_mask >> prio) & 1U) ? fifo.bytes() : fifo.bytes() * (1 - ratio);
+      const double p0 = models::cc::marking_probability(dc, Bytes(la.queue));
+      const double p1 = models::cc::marking_probability(dc, Bytes(end_queue));
+      p = (p0 + p1) / 2;
+      hazard = (mark_hazard(p0) + mark_hazard(p1)) / 2;
+    }
     auto leave = [&](std::uint32_t fi, std::uint8_t k, double dep) {
       FabricFlow& q = fab_[fi];
       const Flow& fl = flows_[q.flow];

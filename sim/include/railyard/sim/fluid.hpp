@@ -45,8 +45,10 @@ struct FluidConfig {
   Bytes mtu{4096};                  ///< RoCE MTU: the packet unit of ECN marking
   Seconds time_step = units::us(1); ///< queue-model integration step (only while DCQCN or PFC is on)
   /// Coupled communication's queue model: integrate only while a switch port is offered more than its capacity or
-  /// holds bytes, and jump from one DCQCN timer to the next otherwise (true); or every time_step while any flow crosses
-  /// a queue, as the per-transfer network always does (false: the reference the adaptive steps are tested against).
+  /// holds bytes, in groups of lanes each on its own clock and in steps that grow up to 64 time_steps while nothing
+  /// the group holds changes, and jump from one DCQCN timer to the next otherwise (true); or every time_step while any
+  /// flow crosses a queue, as the per-transfer network always does (false: the reference the adaptive steps are
+  /// tested against).
   bool adaptive_steps = true;
   bool record_flows = true; ///< keep one FlowRecord per flow (flows.csv); off for very large runs
   bool record_links = true; ///< sample links every sample_interval (links.csv)
