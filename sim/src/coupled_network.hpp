@@ -252,7 +252,19 @@ private:
   void schedule_group(std::uint32_t g);
   /// The date before which nothing a group's lanes, ports or counters hold changes beyond what one step integrates.
   [[nodiscard]] double group_horizon(const Group& G) const;
+  /// Its step under way ends at `end` (an earlier post is void).
+  void post_group(std::uint32_t g, double end);
   void drop_group(std::uint32_t g);
+  /// Drops the group if it holds no lane and watches no PFC counter; whether it did.
+  bool drop_if_idle(std::uint32_t g);
+  /// The order of the ports a step serves: up*/down* (so a step's departures feed the next hop in the same step), by
+  /// (stage, id).
+  [[nodiscard]] auto port_before() const
+  {
+    return [this](std::uint32_t a, std::uint32_t b) {
+      return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
+    };
+  }
   void order_insert(std::uint32_t g, std::uint32_t port);
   void order_erase(std::uint32_t g, std::uint32_t port);
   /// A group's step has come: its parts step to its end and start the next.

@@ -287,7 +287,7 @@ double Network::group_horizon(const Group& G) const
                             topo_.link(l).latency.seconds() + pfc.response_time.seconds());
       }
     if (!dcqcn || lr.injected >= lr.total) continue;
-    // Its reaction point's next event, its window filling or emptying, its next CNP (at the rate its hazard grew).
+    // Its reaction point's next event, its window filling or emptying, the end of its CNP interval while marked.
     const FlowRec& fr = flows_[lr.flow];
     const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
     const double in = lane_share(lr);
@@ -329,10 +329,24 @@ void Network::schedule_group(std::uint32_t g)
     const double horizon = group_horizon(G) - G.t;
     if (horizon > step_) len = std::min(horizon, kMaxGrowth * step_);
   }
-  G.end = G.t + len;
-  ++G.ver;
-  group_dates_.push_back({G.end, g, G.ver});
+  post_group(g, G.t + len);
+}
+
+void Network::post_group(std::uint32_t g, double end)
+{
+  Group& G = groups_[g];
+  G.end = end;
+  ++G.ver; // an earlier post is void
+  group_dates_.push_back({end, g, G.ver});
   std::push_heap(group_dates_.begin(), group_dates_.end(), std::greater<>{});
+}
+
+bool Network::drop_if_idle(std::uint32_t g)
+{
+  const Group& G = groups_[g];
+  if (!G.lanes.empty() || !G.watch.empty()) return false;
+  drop_group(g);
+  return true;
 }
 
 void Network::cut_group(std::uint32_t g, double t)
@@ -344,10 +358,7 @@ void Network::cut_group(std::uint32_t g, double t)
 void Network::order_insert(std::uint32_t g, std::uint32_t port)
 {
   auto& order = groups_[g].order;
-  const auto before = [&](std::uint32_t a, std::uint32_t b) {
-    return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
-  };
-  order.insert(std::lower_bound(order.begin(), order.end(), port, before), port);
+  order.insert(std::lower_bound(order.begin(), order.end(), port, port_before()), port);
 }
 
 void Network::order_erase(std::uint32_t g, std::uint32_t port)
@@ -375,12 +386,9 @@ void Network::merge_groups(std::uint32_t g, std::uint32_t o, double t)
     q_[l].group = g;
     G.watch.push_back(l);
   }
-  const auto before = [&](std::uint32_t a, std::uint32_t b) {
-    return q_[a].stage != q_[b].stage ? q_[a].stage < q_[b].stage : a < b;
-  };
   const std::size_t mid = G.order.size();
   G.order.insert(G.order.end(), O.order.begin(), O.order.end());
-  std::inplace_merge(G.order.begin(), G.order.begin() + static_cast<std::ptrdiff_t>(mid), G.order.end(), before);
+  std::inplace_merge(G.order.begin(), G.order.begin() + static_cast<std::ptrdiff_t>(mid), G.order.end(), port_before());
   G.split_due = G.split_due || O.split_due;
   G.t = t;
   O.lanes.clear();
@@ -490,12 +498,7 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
     G.lanes.push_back(ln);
     // A new group takes one time step first; so does a group's step under way that would run longer (what the lane
     // brings was not in its horizon).
-    if (fresh || G.end > t + step_) {
-      G.end = t + step_;
-      ++G.ver;
-      group_dates_.push_back({G.end, g, G.ver});
-      std::push_heap(group_dates_.begin(), group_dates_.end(), std::greater<>{});
-    }
+    if (fresh || G.end > t + step_) post_group(g, t + step_);
   } else {
     Group& G = groups_[lr.group];
     const std::uint32_t moved = G.lanes.back();
@@ -534,8 +537,7 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
     if (on) h.group = g;
   }
   if (!on) {
-    const Group& G = groups_[g];
-    if (G.lanes.empty() && G.watch.empty()) drop_group(g);
+    drop_if_idle(g);
     schedule_lane(ln);
   }
 }
@@ -662,11 +664,7 @@ void Network::run_group(std::uint32_t g)
   const double t1 = groups_[g].end;
   for (const std::uint32_t p : parts_) {
     step(p, t1);
-    const Group& P = groups_[p];
-    if (P.lanes.empty() && P.watch.empty())
-      drop_group(p);
-    else
-      schedule_group(p);
+    if (!drop_if_idle(p)) schedule_group(p);
   }
 }
 
@@ -857,14 +855,9 @@ void Network::step(std::uint32_t g, double t1)
     const double ratio = held > service * (1 + 1e-12) ? service / held : 1.0;
     // Packets leave marked with RED's probability of the queue they leave, which moves linearly over the step: the
     // mean of its probabilities at the step's two ends (exact inside RED's band, however long the step).
-    const double end_queue = ratio == 1.0 ? 0.0 : std::max(0.0, held - service);
-    double p = 0, hazard = 0;
-    if (dcqcn) {
-      const double p0 = models::cc::marking_probability(dc, Bytes(q.queue));
-      const double p1 = models::cc::marking_probability(dc, Bytes(end_queue));
-      p = (p0 + p1) / 2;
-      hazard = (mark_hazard(p0) + mark_hazard(p1)) / 2;
-    }
+    const StepMarking marking =
+        dcqcn ? step_marking(dc, q.queue, ratio == 1.0 ? 0.0 : std::max(0.0, held - service)) : StepMarking{};
+    const double p = marking.p, hazard = marking.hazard;
     double sent = 0;
     for (const auto& [ln, k] : q.lanes) {
       LaneRec& lr = lanes_[ln];
@@ -905,7 +898,7 @@ void Network::step(std::uint32_t g, double t1)
       }
       // Its hazard grew linearly over the step. Each crossing of its threshold is a marked packet, which the
       // notification point handles at the end of the time step it falls in (the grid of time_step inside a longer
-      // step: so a long step gives what time steps give): the first after the CNP interval sends a CNP, back at the
+      // step: so a long step dates CNPs as time steps would): the first after the CNP interval sends a CNP, back at the
       // sender a round trip later; a crossing inside the interval only draws the next threshold. A queue marking every
       // packet sends a CNP at the first grid point out of the interval.
       const double interval = dc.cnp_interval.seconds();

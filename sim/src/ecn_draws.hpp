@@ -4,6 +4,7 @@
 #pragma once
 
 #include "railyard/common/hash.hpp"
+#include "railyard/models/cc/dcqcn.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -24,6 +25,20 @@ inline double next_exponential(std::uint64_t& state)
 inline double mark_hazard(double p)
 {
   return p <= 0 ? 0.0 : (p >= 1 ? std::numeric_limits<double>::infinity() : -std::log1p(-p));
+}
+
+/// How a step's departures from a queue are marked: the queue moves linearly from `queue_start` to `queue_end` bytes
+/// over the step, so they leave with the mean of RED's probability at the two ends (`p`), each adding the mean of the
+/// two ends' hazards (`hazard`).
+struct StepMarking {
+  double p = 0, hazard = 0;
+};
+
+inline StepMarking step_marking(const models::cc::DcqcnParams& d, double queue_start, double queue_end)
+{
+  const double p0 = models::cc::marking_probability(d, Bytes(queue_start));
+  const double p1 = models::cc::marking_probability(d, Bytes(queue_end));
+  return {(p0 + p1) / 2, (mark_hazard(p0) + mark_hazard(p1)) / 2};
 }
 
 } // namespace railyard::sim

@@ -184,16 +184,14 @@ void Net::queue_step(double t0, double t1)
     const double ratio = offered > service ? service / offered : 1.0;
     // Packets leave marked with RED's probability of the queue they leave, which moves linearly over the step: the
     // mean of its probabilities at the step's two ends.
-    double p = 0, hazard = 0;
+    StepMarking marking;
     if (cfg_.cc == CongestionControl::Dcqcn) {
       double end_queue = 0;
       for (const auto& [prio, fifo] : port.by_priority)
         end_queue += ((ls.paused_mask >> prio) & 1U) ? fifo.bytes() : fifo.bytes() * (1 - ratio);
-      const double p0 = models::cc::marking_probability(dc, Bytes(la.queue));
-      const double p1 = models::cc::marking_probability(dc, Bytes(end_queue));
-      p = (p0 + p1) / 2;
-      hazard = (mark_hazard(p0) + mark_hazard(p1)) / 2;
+      marking = step_marking(dc, la.queue, end_queue);
     }
+    const double p = marking.p, hazard = marking.hazard;
     auto leave = [&](std::uint32_t fi, std::uint8_t k, double dep) {
       FabricFlow& q = fab_[fi];
       const Flow& fl = flows_[q.flow];
