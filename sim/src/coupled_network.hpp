@@ -105,6 +105,7 @@ private:
     std::uint32_t drain_pos = 0;            ///< draining: its lanes before this one are done
     bool active = false, fresh = false;     ///< fresh: added since the last solve, no rate yet
     bool draining = false, drained = false; ///< injected everything / the queues delivered everything
+    bool drain_listed = false;              ///< on drain_check_
     double new_rate = 0, solve_cap = 0;     ///< solve()'s scratch
   };
   static constexpr int kMaxQueues = 8;
@@ -210,10 +211,13 @@ private:
   void schedule_lane(std::uint32_t lane);
   /// The lanes' sends over a step or a sync: what the flow injected for them, at most the DCQCN rate x dt.
   [[nodiscard]] double lane_send(const LaneRec& lr, double t1, double dt) const;
-  /// After a send: the window's state and the reaction point's new rate reach the flow's cap.
-  void lane_after_send(std::uint32_t lane, double t1, double sent);
-  /// Flows whose lanes have all delivered their bytes end (posted at t).
+  /// After a send of `sent` bytes over [t0, t1]: the reaction point's events in it (each at its date; t0 = t1: all at
+  /// t1), then the window's state and the reaction point's new rate reach the flow's cap.
+  void lane_after_send(std::uint32_t lane, double t0, double t1, double sent);
+  /// The noted flows whose lanes have all delivered their bytes end (posted at t).
   void check_drains(double t, const PostEnd& post);
+  /// A lane of the flow sent or delivered: if it drains, check_drains() looks at it.
+  void note_drain(std::uint32_t f);
   [[nodiscard]] static bool lane_done(const LaneRec& lr);
   /// The rate the lane sends at now: its flow's share, or its DCQCN rate while its window holds bytes.
   [[nodiscard]] double send_rate(const LaneRec& lr) const;
@@ -292,8 +296,10 @@ private:
   SlotPool<LaneRec> lanes_;
   std::uint64_t lanes_started_ = 0, lanes_live_ = 0;
   EventCalendar<QEvent> qevents_;
-  std::vector<std::uint32_t> draining_; ///< flows whose queues still hold bytes after their injection ended
-  double step_ = 0;                     ///< a group's step (time_step, or PFC's bound)
+  /// Draining flows (their injection ended, their queues still hold bytes) one of whose lanes sent or delivered since
+  /// check_drains() last looked.
+  std::vector<std::uint32_t> drain_check_;
+  double step_ = 0; ///< a group's step (time_step, or PFC's bound)
   static constexpr std::uint32_t kNoGroup = std::numeric_limits<std::uint32_t>::max();
   SlotPool<Group> groups_;
   /// Each live group's step end (date, group, version), earliest first; stale versions are skipped.

@@ -513,7 +513,10 @@ void Network::set_stepped(std::uint32_t ln, bool on, double t)
         lr.delivered += lr.arriving[k] + lr.backlog[k];
         lr.arriving[k] = lr.backlog[k] = 0;
       }
-      if (flows_[lr.flow].draining && !flows_[lr.flow].drained) drain_due_ = std::min(drain_due_, t);
+      if (flows_[lr.flow].draining && !flows_[lr.flow].drained) {
+        note_drain(lr.flow);
+        drain_due_ = std::min(drain_due_, t);
+      }
     }
   }
   lr.stepped = on;
@@ -570,7 +573,7 @@ double Network::lane_send(const LaneRec& lr, double t1, double dt) const
   return std::min(avail, lr.rp.rate().bytes_per_sec() * lr.qps * dt);
 }
 
-void Network::lane_after_send(std::uint32_t ln, double t1, double sent)
+void Network::lane_after_send(std::uint32_t ln, double t0, double t1, double sent)
 {
   if (cfg_.cc != CongestionControl::Dcqcn) {
     update_offer(ln);
@@ -578,7 +581,7 @@ void Network::lane_after_send(std::uint32_t ln, double t1, double sent)
   }
   LaneRec& lr = lanes_[ln];
   const FlowRec& fr = flows_[lr.flow];
-  bool changed = lr.rp.advance(cfg_.dcqcn, Seconds(t1), Bytes(sent / lr.qps));
+  bool changed = lr.rp.advance_uniform(cfg_.dcqcn, Seconds(t0), Seconds(t1), Bytes(sent / lr.qps));
   // Full: the sender holds its whole window back and its share of the flow still comes faster than DCQCN lets it
   // send, so the flow (every edge of the ring) slows to this lane's rate.
   const double lag = lane_lag(lr, t1);
@@ -599,10 +602,14 @@ void Network::sync_lane(std::uint32_t ln, double t)
   const double dt = t - lr.t;
   if (dt < 0) return;
   const double sent = lane_send(lr, t, dt);
+  const double t0 = lr.t;
   lr.injected += sent;
   lr.delivered += sent; // no port holds a byte
   lr.t = t;
-  lane_after_send(ln, t, sent);
+  note_drain(lr.flow);
+  // Its reaction point's events since its last date, each at its own date (the lane sent evenly over the interval:
+  // its flow's rate and its own did not change in it, or it would have been brought here then).
+  lane_after_send(ln, t0, t, sent);
 }
 
 void Network::schedule_lane(std::uint32_t ln)
@@ -618,7 +625,12 @@ void Network::schedule_lane(std::uint32_t ln)
   const double send = lag > 0 ? rp : std::min(rp, in);
   double next = kInf;
   if (lr.injected >= lr.total) return; // nothing left to send
-  if (!lr.rp.at_line_rate()) {
+  // Its reaction point only raises its rate until a CNP comes: while that rate is at or above what its flow injects
+  // into it and its window is empty, the rate changes nothing the model uses (it sends its share) until the flow's
+  // rate changes, a CNP or a pause comes, or it is stepped, and each of those brings it up to date first
+  // (sync_lane(): its events in the order of their dates). So such a lane has no date of its own.
+  const bool idle_rp = !fr.draining && !lr.rp.decrease_held() && rp >= in && !(lag > 1e-9 * lr.total);
+  if (!lr.rp.at_line_rate() && !idle_rp) {
     next = lr.rp.next_change(dc).seconds();
     if (send > 0) next = std::min(next, lr.t + lr.rp.bytes_to_byte_event(dc).bytes() * lr.qps / send);
   }
@@ -696,7 +708,7 @@ void Network::advance(double t, const PostEnd& post)
       schedule_lane(d.lane);
     }
     if (drain_due_ <= next) drain_due_ = kInf;
-    check_drains(next, post);
+    if (!drain_check_.empty()) check_drains(next, post);
     // A CNP or a PAUSE cuts the step of the group it acts on (brought to `next` first).
     while (qevents_.next_date() <= next)
       qevents_.run_next([&](const QEvent& e) {
@@ -779,17 +791,24 @@ void Network::finish_injection(std::uint32_t f, double t)
   }
   fr.end_at = t;
   fr.drain_pos = 0;
-  if (done)
-    fr.drained = true;
-  else
-    draining_.push_back(f);
+  if (done) fr.drained = true; // else its lanes note it for check_drains() as they deliver
+}
+
+void Network::note_drain(std::uint32_t f)
+{
+  FlowRec& fr = flows_[f];
+  if (!fr.draining || fr.drained || fr.drain_listed) return;
+  fr.drain_listed = true;
+  drain_check_.push_back(f);
 }
 
 void Network::check_drains(double t, const PostEnd& post)
 {
-  for (std::size_t i = 0; i < draining_.size();) {
-    const std::uint32_t f = draining_[i];
+  // The draining flows one of whose lanes sent or delivered since the last look (note_drain()).
+  for (const std::uint32_t f : drain_check_) {
     FlowRec& fr = flows_[f];
+    fr.drain_listed = false;
+    if (!fr.active || !fr.draining || fr.drained) continue;
     // Lanes found done stay done: each is looked at until it is, once after.
     while (fr.drain_pos < fr.lanes.size() && lane_done(lanes_[fr.lanes[fr.drain_pos]])) {
       const LaneRec& lr = lanes_[fr.lanes[fr.drain_pos++]];
@@ -801,15 +820,11 @@ void Network::check_drains(double t, const PostEnd& post)
         at = lr.step_t0 + dt * std::clamp((lr.total - (lr.delivered - lr.last_delivery)) / lr.last_delivery, 0.0, 1.0);
       fr.end_at = std::max(fr.end_at, at);
     }
-    if (fr.drain_pos < fr.lanes.size()) {
-      ++i;
-      continue;
-    }
+    if (fr.drain_pos < fr.lanes.size()) continue;
     fr.drained = true;
     post(f, fr.version, t);
-    draining_[i] = draining_.back();
-    draining_.pop_back();
   }
+  drain_check_.clear();
 }
 
 void Network::step(std::uint32_t g, double t1)
@@ -834,7 +849,8 @@ void Network::step(std::uint32_t g, double t1)
     lr.arriving[0] += sent;
     lr.last_delivery = 0;
     lr.t = t1;
-    lane_after_send(ln, t1, sent);
+    note_drain(lr.flow);
+    lane_after_send(ln, t1, t1, sent); // a step's bytes: its events at its end, as the fixed steps' grid has them
   }
   // Egress ports stepped lanes cross, upstream first. The lanes not stepped there pass first (the port is cold for
   // them: what they offer fits); the stepped lanes share what capacity is left, in proportion to what each holds.
@@ -989,7 +1005,7 @@ void Network::step(std::uint32_t g, double t1)
     G.watch.resize(kept);
   }
   // A draining flow's last lane may be done: the model looks at t1.
-  if (!draining_.empty()) drain_due_ = std::min(drain_due_, t1);
+  if (!drain_check_.empty()) drain_due_ = std::min(drain_due_, t1);
 }
 
 void Network::queue_event(const QEvent& e, double t)

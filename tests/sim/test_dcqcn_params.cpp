@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 using namespace railyard;
 using models::cc::DcqcnParams;
@@ -174,9 +175,60 @@ TEST(ReactionPoint, ConnectxRateReduceInterval)
   EXPECT_EQ(rp.decreases(), 2);
 }
 
+// A sender whose rate does not matter for a while is brought up to date in one call, as if advance() had been called
+// at each event: with R_T below line rate (two cuts), 24 MB sent evenly over 600 us (40 GB/s) give byte-counter
+// events at 250 and 500 us among the timer's at 55 us x k. In date order the stages are T1-T4, BC1, T5 in fast
+// recovery (max of the counters <= F = 5) and T6-T9, BC2, T10 additive (min <= F): 6 and 6. One advance() at 600 us
+// takes both byte events first (BC1, BC2, T1-T5 fast, T6-T10 additive: 7 and 5), the order the uniform call exists to
+// avoid.
+TEST(ReactionPoint, UniformAdvanceTakesEventsInDateOrder)
+{
+  const DcqcnParams p = models::cc::dcqcn_preset("sigcomm2015");
+  const auto start = [&] {
+    ReactionPoint rp(p, BytesPerSec(kLine), Seconds(0));
+    rp.on_cnp(p, Seconds(0)); // R_T = R, R_C = R/2
+    rp.on_cnp(p, Seconds(0)); // R_T = R/2, R_C = R/4
+    return rp;
+  };
+  const double ai = p.rate_ai.bytes_per_sec();
+  const auto expect = [&](int fast, int additive) {
+    double rt = kLine / 2, rc = kLine / 4;
+    for (int i = 0; i < fast; ++i)
+      rc = (rt + rc) / 2;
+    for (int i = 0; i < additive; ++i) {
+      rt += ai;
+      rc = (rt + rc) / 2;
+    }
+    return std::pair{rt, rc};
+  };
+  const double sent = 40e9 * 600e-6;
+  ReactionPoint uniform = start();
+  uniform.advance_uniform(p, Seconds(0), Seconds(600e-6), Bytes(sent));
+  const auto [rt, rc] = expect(6, 6);
+  EXPECT_DOUBLE_EQ(uniform.target().bytes_per_sec(), rt);
+  EXPECT_DOUBLE_EQ(uniform.rate().bytes_per_sec(), rc);
+
+  ReactionPoint lump = start();
+  lump.advance(p, Seconds(600e-6), Bytes(sent));
+  const auto [rt_lump, rc_lump] = expect(7, 5);
+  EXPECT_DOUBLE_EQ(lump.target().bytes_per_sec(), rt_lump);
+  EXPECT_DOUBLE_EQ(lump.rate().bytes_per_sec(), rc_lump);
+
+  // The same as calling advance() every nanosecond with the bytes of that nanosecond (no event of one kind falls
+  // within a nanosecond of one of the other kind here).
+  ReactionPoint fine = start();
+  for (int i = 1; i <= 600000; ++i)
+    fine.advance(p, Seconds(i * 1e-9), Bytes(sent / 600000));
+  EXPECT_NEAR(uniform.rate().bytes_per_sec(), fine.rate().bytes_per_sec(), 1e-9 * kLine);
+  EXPECT_NEAR(uniform.target().bytes_per_sec(), fine.target().bytes_per_sec(), 1e-9 * kLine);
+}
+
 // ---- bad input ----
 
-YamlNode dcqcn(const std::string& body) { return YamlNode::load_string("dcqcn:\n" + body, "s.yaml").at("dcqcn"); }
+YamlNode dcqcn(const std::string& body)
+{
+  return YamlNode::load_string("dcqcn:\n" + body, "s.yaml").at("dcqcn");
+}
 
 TEST(DcqcnInput, KminAboveKmaxIsRefusedNamingTheField)
 {

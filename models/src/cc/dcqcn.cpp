@@ -139,14 +139,15 @@ void check(const DcqcnParams& p, const Locate& at)
 
 } // namespace
 
-std::vector<std::string> dcqcn_preset_names() { return {"sigcomm2015", "connectx"}; }
+std::vector<std::string> dcqcn_preset_names()
+{
+  return {"sigcomm2015", "connectx"};
+}
 
 DcqcnParams dcqcn_preset(std::string_view name)
 {
-  if (name == "sigcomm2015")
-    return sigcomm2015();
-  if (name == "connectx")
-    return connectx();
+  if (name == "sigcomm2015") return sigcomm2015();
+  if (name == "connectx") return connectx();
   throw std::invalid_argument(fmt::format("unknown DCQCN preset '{}': known presets are sigcomm2015, connectx", name));
 }
 
@@ -227,8 +228,7 @@ DcqcnParams parse_dcqcn(const YamlNode& node)
   flag("clamp_after_timer", p.clamp_after_timer);
   check(p, [&](std::string_view field) {
     // Point at the override that broke the rule when there is one, else at the section.
-    if (auto n = node.get(field))
-      return n->where();
+    if (auto n = node.get(field)) return n->where();
     InputLocation at = node.where();
     at.field = node.path() + "." + std::string(field);
     return at;
@@ -239,10 +239,8 @@ DcqcnParams parse_dcqcn(const YamlNode& node)
 double marking_probability(const DcqcnParams& p, Bytes queue)
 {
   const double q = queue.bytes();
-  if (q <= p.k_min.bytes())
-    return 0.0;
-  if (q > p.k_max.bytes())
-    return 1.0;
+  if (q <= p.k_min.bytes()) return 0.0;
+  if (q > p.k_max.bytes()) return 1.0;
   const double span = p.k_max.bytes() - p.k_min.bytes();
   return span > 0 ? p.p_max * (q - p.k_min.bytes()) / span : 1.0;
 }
@@ -258,20 +256,17 @@ void ReactionPoint::catch_up_alpha(const DcqcnParams& p, double now)
   // alpha <- (1 - g) alpha + g F at the end of every period, F = 1 if a CNP arrived in it: the first period ending
   // now may have seen one, the later ones did not, so they decay in closed form.
   const double k = p.alpha_period.seconds();
-  if (now < alpha_epoch_ + k)
-    return;
+  if (now < alpha_epoch_ + k) return;
   const double periods = std::floor((now - alpha_epoch_) / k);
   alpha_ = (1 - p.g) * alpha_ + (cnp_in_period_ ? p.g : 0.0);
-  if (periods > 1)
-    alpha_ *= std::pow(1 - p.g, periods - 1);
+  if (periods > 1) alpha_ *= std::pow(1 - p.g, periods - 1);
   alpha_epoch_ += periods * k;
   cnp_in_period_ = false;
 }
 
 void ReactionPoint::decrease(const DcqcnParams& p, double now)
 {
-  if (p.clamp_target_rate || (p.clamp_after_timer && timer_events_ > 0))
-    rt_ = rc_;
+  if (p.clamp_target_rate || (p.clamp_after_timer && timer_events_ > 0)) rt_ = rc_;
   double cut = rc_ * (1 - alpha_ / 2);
   cut = std::max(cut, rc_ * p.min_decrease_factor);
   rc_ = std::min(rc_, std::max(cut, p.min_rate.bytes_per_sec()));
@@ -341,7 +336,38 @@ bool ReactionPoint::advance(const DcqcnParams& p, Seconds now, Bytes sent)
   return changed;
 }
 
-Seconds ReactionPoint::next_timer() const { return Seconds(timer_next_); }
+Seconds ReactionPoint::next_timer() const
+{
+  return Seconds(timer_next_);
+}
+
+bool ReactionPoint::advance_uniform(const DcqcnParams& p, Seconds from, Seconds now, Bytes sent)
+{
+  const double t0 = from.seconds(), t1 = now.seconds();
+  double left = sent.bytes();
+  if (!(t1 > t0) || !(left > 0)) return advance(p, now, sent);
+  const double rate = left / (t1 - t0);
+  const double b = p.byte_counter.bytes();
+  double t = t0;
+  bool changed = false;
+  while (true) {
+    // The next event strictly inside (t, t1): a timer, a held decrease's end, or the byte counter reaching B (at the
+    // date the even sending brings it there; it gets exactly the bytes it lacks, so it fires).
+    const double timed = next_change(p).seconds();
+    double need = std::max(0.0, b - bytes_acc_);
+    while (bytes_acc_ + need < b)
+      need = std::nextafter(need, std::numeric_limits<double>::infinity());
+    const double at_bytes = t + need / rate;
+    const bool bytes_first = at_bytes < timed && need <= left;
+    const double next = bytes_first ? at_bytes : timed;
+    if (!(next < t1) || !(next >= t)) break;
+    const double chunk = bytes_first ? need : std::min(left, rate * (next - t));
+    changed = advance(p, Seconds(next), Bytes(chunk)) || changed;
+    left = std::max(0.0, left - chunk);
+    t = next;
+  }
+  return advance(p, now, Bytes(left)) || changed;
+}
 
 Seconds ReactionPoint::next_change(const DcqcnParams& p) const
 {

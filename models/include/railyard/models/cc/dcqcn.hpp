@@ -26,16 +26,16 @@ struct DcqcnParams {
   Seconds cnp_interval{0};
 
   // Reaction point.
-  double g = 0;                   ///< alpha EWMA gain: alpha <- (1 - g) alpha + g F once per alpha_period
-  Seconds alpha_period{0};        ///< alpha update period (paper K = 55 us; ConnectX dce_tcp_rtt)
-  double initial_alpha = 1;       ///< alpha of a new flow
-  Seconds increase_timer{0};      ///< rate-increase timer T
-  Bytes byte_counter{0};          ///< rate-increase byte counter B
-  int fast_recovery_steps = 0;    ///< F: increase events spent in fast recovery after a decrease
-  BytesPerSec rate_ai{0};         ///< additive increase of the target rate
-  BytesPerSec rate_hai{0};        ///< hyper increase step of the target rate
-  BytesPerSec min_rate{0};        ///< the rate never falls below this
-  double min_decrease_factor = 0; ///< one decrease keeps at least this fraction of the current rate
+  double g = 0;                    ///< alpha EWMA gain: alpha <- (1 - g) alpha + g F once per alpha_period
+  Seconds alpha_period{0};         ///< alpha update period (paper K = 55 us; ConnectX dce_tcp_rtt)
+  double initial_alpha = 1;        ///< alpha of a new flow
+  Seconds increase_timer{0};       ///< rate-increase timer T
+  Bytes byte_counter{0};           ///< rate-increase byte counter B
+  int fast_recovery_steps = 0;     ///< F: increase events spent in fast recovery after a decrease
+  BytesPerSec rate_ai{0};          ///< additive increase of the target rate
+  BytesPerSec rate_hai{0};         ///< hyper increase step of the target rate
+  BytesPerSec min_rate{0};         ///< the rate never falls below this
+  double min_decrease_factor = 0;  ///< one decrease keeps at least this fraction of the current rate
   Seconds rate_reduce_interval{0}; ///< at most one decrease per interval; a CNP inside it is applied at its end
   bool clamp_target_rate = true;   ///< on a decrease, target <- current always (paper) ...
   bool clamp_after_timer = false;  ///< ... or only if a timer increase happened since the last decrease (ConnectX)
@@ -72,6 +72,13 @@ public:
   /// increase events. Returns true if the current rate changed.
   bool advance(const DcqcnParams& p, Seconds now, Bytes sent);
 
+  /// advance() for `sent` bytes sent evenly over [from, now]: the byte-counter events, timer events and a held
+  /// decrease's end inside the interval happen in the order of their dates, each with the bytes sent up to it, as if
+  /// advance() had been called at each of those dates. A sender whose rate does not matter until something else
+  /// changes it may thus be brought up to date lazily, in one call, with the same result.
+  bool advance_uniform(const DcqcnParams& p, Seconds from, Seconds now, Bytes sent);
+  /// A CNP came inside the rate-reduce interval: a decrease waits for the interval's end.
+  [[nodiscard]] bool decrease_held() const { return decrease_held_; }
   [[nodiscard]] BytesPerSec rate() const { return BytesPerSec(rc_); }
   [[nodiscard]] BytesPerSec target() const { return BytesPerSec(rt_); }
   [[nodiscard]] double alpha() const { return alpha_; }
@@ -93,11 +100,11 @@ private:
 
   double line_ = 0;
   double rc_ = 0, rt_ = 0, alpha_ = 1;
-  double alpha_epoch_ = 0;      ///< start of the current alpha period
-  bool cnp_in_period_ = false;  ///< a CNP arrived during the current alpha period
+  double alpha_epoch_ = 0;     ///< start of the current alpha period
+  bool cnp_in_period_ = false; ///< a CNP arrived during the current alpha period
   int timer_events_ = 0, byte_events_ = 0;
-  double timer_next_ = 0;       ///< when the rate-increase timer fires next
-  double bytes_acc_ = 0;        ///< bytes sent since the last byte-counter event
+  double timer_next_ = 0; ///< when the rate-increase timer fires next
+  double bytes_acc_ = 0;  ///< bytes sent since the last byte-counter event
   double last_decrease_ = -1e300;
   bool decrease_held_ = false;
   int decreases_ = 0;
