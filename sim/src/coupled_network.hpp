@@ -209,6 +209,10 @@ private:
   void sync_lane(std::uint32_t lane, double t);
   /// Pass mode: the next date the lane changes on its own (a DCQCN event, its window filling, its last byte sent).
   void schedule_lane(std::uint32_t lane);
+  /// From `t`, the first of: its reaction point's next timer, byte-counter or held-decrease event, its window filling
+  /// or emptying, its last byte sent (a draining flow's lane). `idle_waits`: a reaction point whose rate does not
+  /// matter yet (at or above its share, window empty) gives no date (schedule_lane(); a step's horizon takes them all).
+  [[nodiscard]] double lane_next_change(const LaneRec& lr, double t, bool idle_waits) const;
   /// The lanes' sends over a step or a sync: what the flow injected for them, at most the DCQCN rate x dt.
   [[nodiscard]] double lane_send(const LaneRec& lr, double t1, double dt) const;
   /// After a send of `sent` bytes over [t0, t1]: the reaction point's events in it (each at its date; t0 = t1: all at

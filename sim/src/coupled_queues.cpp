@@ -287,22 +287,9 @@ double Network::group_horizon(const Group& G) const
                             topo_.link(l).latency.seconds() + pfc.response_time.seconds());
       }
     if (!dcqcn || lr.injected >= lr.total) continue;
-    // Its reaction point's next event, its window filling or emptying, the end of its CNP interval while marked.
-    const FlowRec& fr = flows_[lr.flow];
-    const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
-    const double in = lane_share(lr);
-    const double lag = lane_lag(lr, t);
-    const double send = lag > 0 ? rp : std::min(rp, in);
-    if (!lr.rp.at_line_rate()) {
-      h = std::min(h, lr.rp.next_change(dc).seconds());
-      if (send > 0) h = std::min(h, t + lr.rp.bytes_to_byte_event(dc).bytes() * lr.qps / send);
-    }
-    if (fr.draining) {
-      if (lag > 0 && rp > 0) h = std::min(h, t + lag / rp);
-    } else {
-      if (!lr.full && in > rp && lr.window > lag) h = std::min(h, t + (lr.window - lag) / (in - rp));
-      if (lag > 1e-9 * lr.total && rp > in) h = std::min(h, t + lag / (rp - in));
-    }
+    // Its reaction point's next event, its window filling or emptying (every one: a step must not run past them),
+    // the end of its CNP interval while marked.
+    h = std::min(h, lane_next_change(lr, t, false));
     // Marked: once its CNP interval is over, its next CNP may come at any packet (step() dates it inside a step); a
     // step then ends within a round trip, as the CNP's effect would.
     if (lr.hazard_rate > 0) h = std::min(h, std::max(t, lr.last_cnp + dc.cnp_interval.seconds()) + 2 * lr.latency);
@@ -612,35 +599,41 @@ void Network::sync_lane(std::uint32_t ln, double t)
   lane_after_send(ln, t0, t, sent);
 }
 
+double Network::lane_next_change(const LaneRec& lr, double t, bool idle_waits) const
+{
+  const FlowRec& fr = flows_[lr.flow];
+  const auto& dc = cfg_.dcqcn;
+  const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
+  const double in = lane_share(lr);
+  const double lag = lane_lag(lr, t);
+  const double send = lag > 0 ? rp : std::min(rp, in);
+  double next = kInf;
+  // Its reaction point only raises its rate until a CNP comes: while that rate is at or above what its flow injects
+  // into it and its window is empty, the rate changes nothing the model uses (it sends its share) until the flow's
+  // rate changes, a CNP or a pause comes, or it is stepped, and each of those brings it up to date first
+  // (sync_lane(): its events in the order of their dates). So a lane that keeps its own dates has none for them.
+  const bool idle_rp = idle_waits && !fr.draining && !lr.rp.decrease_held() && rp >= in && !(lag > 1e-9 * lr.total);
+  if (!lr.rp.at_line_rate() && !idle_rp) {
+    next = lr.rp.next_change(dc).seconds();
+    if (send > 0) next = std::min(next, t + lr.rp.bytes_to_byte_event(dc).bytes() * lr.qps / send);
+  }
+  if (fr.draining) {
+    if (lag > 0 && rp > 0) next = std::min(next, t + lag / rp); // its last byte leaves
+  } else {
+    if (!lr.full && in > rp && lr.window > lag) next = std::min(next, t + (lr.window - lag) / (in - rp));
+    // Catching up: once its window is empty it sends at the flow's share again.
+    if (lag > 1e-9 * lr.total && rp > in) next = std::min(next, t + lag / (rp - in));
+  }
+  return next;
+}
+
 void Network::schedule_lane(std::uint32_t ln)
 {
   LaneRec& lr = lanes_[ln];
   ++lr.ver;
   if (!lr.active || cfg_.cc != CongestionControl::Dcqcn) return;
-  const FlowRec& fr = flows_[lr.flow];
-  const auto& dc = cfg_.dcqcn;
-  const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
-  const double in = lane_share(lr);
-  const double lag = lane_lag(lr, lr.t);
-  const double send = lag > 0 ? rp : std::min(rp, in);
-  double next = kInf;
   if (lr.injected >= lr.total) return; // nothing left to send
-  // Its reaction point only raises its rate until a CNP comes: while that rate is at or above what its flow injects
-  // into it and its window is empty, the rate changes nothing the model uses (it sends its share) until the flow's
-  // rate changes, a CNP or a pause comes, or it is stepped, and each of those brings it up to date first
-  // (sync_lane(): its events in the order of their dates). So such a lane has no date of its own.
-  const bool idle_rp = !fr.draining && !lr.rp.decrease_held() && rp >= in && !(lag > 1e-9 * lr.total);
-  if (!lr.rp.at_line_rate() && !idle_rp) {
-    next = lr.rp.next_change(dc).seconds();
-    if (send > 0) next = std::min(next, lr.t + lr.rp.bytes_to_byte_event(dc).bytes() * lr.qps / send);
-  }
-  if (fr.draining) {
-    if (lag > 0 && rp > 0) next = std::min(next, lr.t + lag / rp); // its last byte leaves
-  } else {
-    if (!lr.full && in > rp && lr.window > lag) next = std::min(next, lr.t + (lr.window - lag) / (in - rp));
-    // Catching up: once its window is empty it sends at the flow's share again.
-    if (lag > 1e-9 * lr.total && rp > in) next = std::min(next, lr.t + lag / (rp - in));
-  }
+  const double next = lane_next_change(lr, lr.t, true);
   if (next == kInf) return;
   lane_dates_.push_back({std::max(next, std::nextafter(lr.t, kInf)), ln, lr.ver});
   std::push_heap(lane_dates_.begin(), lane_dates_.end(), std::greater<>{});
