@@ -143,6 +143,7 @@ nlohmann::ordered_json fluid_summary(const FluidReport& r, const FluidConfig& c)
   j["cnps"] = st.cnps;
   j["rate_decreases"] = st.rate_decreases;
   j["overflow_bytes"] = st.overflow_bytes;
+  if (st.host_peak_load >= 0) j["host_link_peak_load"] = st.host_peak_load;
 
   // ECMP balance: per switch, its uplinks' bytes against an even split of what the switch sent up (what spraying
   // would give); max over switches of max / even, and the most flows one fabric link carried at once.

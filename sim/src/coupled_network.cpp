@@ -334,7 +334,7 @@ void Network::solve(double t, const PostEnd& post)
     if (!fr.fresh && r == fr.rate) continue;
     apply_rate(f, r, t, post);
   }
-  if (queues_) process_heat(t);
+  if (queues_) settle(t);
 }
 
 bool Network::solve_alone(double t, const PostEnd& post)
@@ -362,7 +362,7 @@ bool Network::solve_alone(double t, const PostEnd& post)
     if (r != fr.rate) apply_rate(f, r, t, post);
   }
   alone_.clear();
-  if (queues_) process_heat(t);
+  if (queues_) settle(t);
   return true;
 }
 
@@ -386,6 +386,9 @@ void Network::set_rate(std::uint32_t f, double r, double t)
       integrate(ld.link, t);
       links_[ld.link].rate += ld.k * (r - old);
     }
+  if (queues_)
+    for (const Load& ld : fr.loads)
+      touch_catch(ld.link); // what the shares leave its catching lanes moved
   fr.rate = r;
   fr.last_t = t;
   fr.fresh = false;
@@ -408,6 +411,7 @@ void Network::detach(std::uint32_t f, double t)
     if (L.flows.empty()) {
       integrate(l, t);
       L.rate = 0; // no rounding residue on an idle link
+      if (queues_) touch_catch(l);
     }
     mark_dirty(l);
   }
@@ -565,6 +569,7 @@ FluidReport Network::take_report()
   st.cnps = cnps_;
   st.rate_decreases = decreases_;
   st.overflow_bytes = overflow_;
+  if (queues_) st.host_peak_load = host_peak_;
   std::sort(samples_.begin(), samples_.end(), [](const LinkSample& a, const LinkSample& b) {
     return a.time != b.time ? a.time < b.time : a.link < b.link;
   });

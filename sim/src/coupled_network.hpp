@@ -131,11 +131,22 @@ private:
     double hazard = 0, threshold = 1, last_cnp = 0;
     double hazard_rate = 0; ///< hazard gained per second over its last step
     std::uint64_t rng = 0;
+    /// Catching up (its window holds bytes and its DCQCN rate is above its share): what it would send beyond its share
+    /// (DCQCN rate - share), else 0; its host link grants it at most its level of that (catch_rate()).
+    double want = 0;
+    std::uint32_t cpos = 0; ///< catching up: its place in its host link's `catching`
   };
   /// Queue-model state of a link: as a switch egress port, and as the ingress of the switch after it (PFC).
   struct QLink {
     std::vector<std::pair<std::uint32_t, std::uint8_t>> lanes; ///< (lane, its queue index) queued here
     std::vector<std::uint32_t> host_lanes;                     ///< lanes whose first queue this (host) link feeds
+    /// Host link: its lanes catching up. What their flows' shares leave of its capacity is shared among them by
+    /// max-min on what each wants beyond its share: each gets min(want, level) (infinity: all they want).
+    std::vector<std::uint32_t> catching;
+    double level = std::numeric_limits<double>::infinity();
+    bool catch_listed = false; ///< on catch_dirty_
+    double offer_sum = 0;      ///< host link: what its lanes send now (bytes per second)
+    bool offer_listed = false; ///< on offer_touched_
     double queue = 0, in_rate = 0, headroom = 0;
     double stepped_offer = 0;   ///< what its stepped lanes offer (the rest passes through first)
     std::uint32_t stepped = 0;  ///< its stepped lanes
@@ -223,10 +234,19 @@ private:
   /// A lane of the flow sent or delivered: if it drains, check_drains() looks at it.
   void note_drain(std::uint32_t f);
   [[nodiscard]] static bool lane_done(const LaneRec& lr);
-  /// The rate the lane sends at now: its flow's share, or its DCQCN rate while its window holds bytes.
-  [[nodiscard]] double send_rate(const LaneRec& lr) const;
-  /// Its ports' offered load follows its send rate.
+  /// Its ports' offered load follows its send rate; whether it catches up (and how much it wants) follows its state.
   void update_offer(std::uint32_t lane);
+  /// The most it may send per second now: its DCQCN rate, or while that is above its share (catching up), its share
+  /// plus what its host link grants it (the sum of its lanes' sends never exceeds the host link's capacity).
+  [[nodiscard]] double catch_rate(const LaneRec& lr) const;
+  /// Its new want (0: not catching up): it joins or leaves its host link's catching lanes, which settle() looks at.
+  void set_want(std::uint32_t lane, double want);
+  /// The link's flows' shares moved: if lanes catch up behind it, settle() shares out what is left again.
+  void touch_catch(std::uint32_t link);
+  /// The host links whose catching lanes changed share their spare capacity again at `t` (their pass-mode lanes
+  /// brought to `t` at the old grant first), then the ports whose offers changed become hot or cold: until neither
+  /// moves.
+  void settle(double t);
   /// Around a flow's change of rate at `t` in pass mode: its lanes catch up at the old rate, then look ahead.
   void begin_rate_change(std::uint32_t f, double t);
   void end_rate_change(std::uint32_t f);
@@ -323,8 +343,12 @@ private:
     std::uint32_t lane, ver;
     bool operator>(const LaneDate& o) const { return t != o.t ? t > o.t : lane > o.lane; }
   };
-  std::vector<LaneDate> lane_dates_; ///< the dates of the lanes not stepped
-  std::vector<std::uint32_t> heat_;  ///< ports to look at in process_heat()
+  std::vector<LaneDate> lane_dates_;                       ///< the dates of the lanes not stepped
+  std::vector<std::uint32_t> heat_;                        ///< ports to look at in process_heat()
+  std::vector<std::uint32_t> catch_dirty_, catch_scratch_; ///< host links whose catching lanes changed
+  std::vector<double> wants_;                              ///< settle()'s scratch
+  std::vector<std::uint32_t> offer_touched_; ///< host links whose lanes' sends changed (settle() takes their peak)
+  double host_peak_ = 0;                     ///< FluidStats::host_peak_load
   std::uint64_t cnps_ = 0, decreases_ = 0;
   double overflow_ = 0;
 };

@@ -1,19 +1,21 @@
 // The queue model of the collective-level network (coupled_network.hpp), used when DCQCN or PFC is on.
 //
-// Each edge QP of a coupled flow that crosses switch egress ports is a lane: its path, the bytes it moves per
-// reference byte of the flow (w), and its own DCQCN reaction point. The flow injects w x r into each lane, r its rate:
-// the minimum of its max-min share over the host links before the lanes' first switch queue (GPU, PCIe, NIC) and of
-// every lane's reaction-point rate (a ring is a pipeline: the slowest edge sets the pace of all). Switch egress ports
-// are fluid queues, served in up*/down* order within a step so a step's departures feed the next hop in the same step;
-// a port serves capacity x dt, each lane in proportion to what it has queued there (processor sharing of the queue's
-// content: in steady state each lane leaves at the share it arrives at, as with FIFO). Departing bytes are ECN-marked
-// with RED's probability of the queue they leave, the mean of its values at the step's two ends (the queue moves
-// linearly over a step); a lane's marks trigger CNPs as the per-transfer queue model's do (fluid_queues.cpp: an
+// Each edge QP of a coupled flow that crosses switch egress ports is a lane: its path, the bytes it moves per reference
+// byte of the flow (w), and its own DCQCN reaction point. The flow injects w x r into each lane, r its rate: the
+// minimum of its max-min share over the host links before the lanes' first switch queue (GPU, PCIe, NIC) and of every
+// lane's reaction-point rate (a ring is a pipeline: the slowest edge sets the pace of all). A lane whose window holds
+// bytes while its reaction point allows more than its share catches up, sharing with the other lanes catching up behind
+// its host link what the flows' shares leave of that link (settle()): a NIC never sends beyond its line rate. Switch
+// egress ports are fluid queues, served in up*/down* order within a step so a step's departures feed the next hop in
+// the same step; a port serves capacity x dt, each lane in proportion to what it has queued there (processor sharing of
+// the queue's content: in steady state each lane leaves at the share it arrives at, as with FIFO). Departing bytes are
+// ECN-marked with RED's probability of the queue they leave, the mean of its values at the step's two ends (the queue
+// moves linearly over a step); a lane's marks trigger CNPs as the per-transfer queue model's do (fluid_queues.cpp: an
 // exponential threshold on the accumulated hazard per packet, handled at the end of the time step it falls in, at most
 // one CNP per interval, back at the sender two path latencies later). PFC counts per ingress link the bytes that came
-// in over it and still wait in the switch's egress queues: above XOFF it pauses that link (a switch port stops
-// serving; a host link stops every flow with a lane behind it), below XON it resumes it, each a cable latency (plus
-// the response time) after crossing.
+// in over it and still wait in the switch's egress queues: above XOFF it pauses that link (a switch port stops serving;
+// a host link stops every flow with a lane behind it), below XON it resumes it, each a cable latency (plus the response
+// time) after crossing.
 //
 // Adaptive steps (FluidConfig::adaptive_steps), port by port: a port offered no more than its capacity (its lanes'
 // send rates summed) with an empty queue passes everything through at once. A port is hot when it is offered more,
@@ -557,7 +559,7 @@ double Network::lane_send(const LaneRec& lr, double t1, double dt) const
   const double avail = lane_lag(lr, t1);
   if (!(avail > 0) || q_[lr.ingress[0]].paused) return 0.0; // PFC paused its sender's link: nothing leaves
   if (cfg_.cc != CongestionControl::Dcqcn) return avail;
-  return std::min(avail, lr.rp.rate().bytes_per_sec() * lr.qps * dt);
+  return std::min(avail, catch_rate(lr) * dt);
 }
 
 void Network::lane_after_send(std::uint32_t ln, double t0, double t1, double sent)
@@ -606,7 +608,8 @@ double Network::lane_next_change(const LaneRec& lr, double t, bool idle_waits) c
   const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
   const double in = lane_share(lr);
   const double lag = lane_lag(lr, t);
-  const double send = lag > 0 ? rp : std::min(rp, in);
+  const double cr = catch_rate(lr); // rp, or less while its host link's catching lanes would exceed it
+  const double send = lag > 0 ? cr : std::min(rp, in);
   double next = kInf;
   // Its reaction point only raises its rate until a CNP comes: while that rate is at or above what its flow injects
   // into it and its window is empty, the rate changes nothing the model uses (it sends its share) until the flow's
@@ -618,11 +621,11 @@ double Network::lane_next_change(const LaneRec& lr, double t, bool idle_waits) c
     if (send > 0) next = std::min(next, t + lr.rp.bytes_to_byte_event(dc).bytes() * lr.qps / send);
   }
   if (fr.draining) {
-    if (lag > 0 && rp > 0) next = std::min(next, t + lag / rp); // its last byte leaves
+    if (lag > 0 && cr > 0) next = std::min(next, t + lag / cr); // its last byte leaves
   } else {
     if (!lr.full && in > rp && lr.window > lag) next = std::min(next, t + (lr.window - lag) / (in - rp));
     // Catching up: once its window is empty it sends at the flow's share again.
-    if (lag > 1e-9 * lr.total && rp > in) next = std::min(next, t + lag / (rp - in));
+    if (lag > 1e-9 * lr.total && cr > in) next = std::min(next, t + lag / (cr - in));
   }
   return next;
 }
@@ -715,7 +718,7 @@ void Network::advance(double t, const PostEnd& post)
         if (g != kNoGroup) cut_group(g, next);
         queue_event(e, next);
       });
-    process_heat(next);
+    settle(next);
     // A date before t that nothing but the queue model acts on: its new rates now. At t itself the caller solves
     // once every change at t is in (flows ending at t leave before the rates are shared out again).
     if (next < t && dirty()) solve(next, post);
@@ -739,21 +742,137 @@ void Network::end_rate_change(std::uint32_t f)
   }
 }
 
-double Network::send_rate(const LaneRec& lr) const
+double Network::catch_rate(const LaneRec& lr) const
 {
-  if (!lr.active || lr.injected >= lr.total || q_[lr.ingress[0]].paused) return 0.0;
-  const double in = lane_share(lr);
-  if (cfg_.cc != CongestionControl::Dcqcn) return in;
   const double rp = lr.rp.rate().bytes_per_sec() * lr.qps;
-  const double lag = lane_lag(lr, lr.t);
-  return lag > 1e-9 * lr.total ? rp : std::min(rp, in);
+  if (!(lr.want > 0)) return rp;
+  return lane_share(lr) + std::min(lr.want, q_[lr.ingress[0]].level);
+}
+
+void Network::set_want(std::uint32_t ln, double want)
+{
+  LaneRec& lr = lanes_[ln];
+  const std::uint32_t h = lr.ingress[0];
+  QLink& q = q_[h];
+  if (want > 0 && !(lr.want > 0)) {
+    lr.cpos = static_cast<std::uint32_t>(q.catching.size());
+    q.catching.push_back(ln);
+  } else if (!(want > 0)) {
+    const std::uint32_t moved = q.catching.back();
+    q.catching[lr.cpos] = moved;
+    q.catching.pop_back();
+    if (lr.cpos < q.catching.size()) lanes_[moved].cpos = lr.cpos;
+  }
+  lr.want = want;
+  if (!q.catch_listed) {
+    q.catch_listed = true;
+    catch_dirty_.push_back(h);
+  }
+}
+
+void Network::touch_catch(std::uint32_t link)
+{
+  QLink& q = q_[link];
+  if (q.catching.empty() || q.catch_listed) return;
+  q.catch_listed = true;
+  catch_dirty_.push_back(link);
+}
+
+void Network::settle(double t)
+{
+  // A NIC sends its QPs' bytes at no more than its line rate: the flows' max-min shares fit the host link, and the
+  // lanes catching up on their windows share what the shares leave, max-min on what each wants beyond its share.
+  // (The shares are what the flows inject, counted in full even for a lane whose window is filling: a bound that errs
+  // on the side of the link.)
+  const auto fill_level = [&](std::uint32_t h) {
+    const QLink& q = q_[h];
+    double sum = 0;
+    for (const std::uint32_t ln : q.catching)
+      sum += lanes_[ln].want;
+    double spare = std::max(0.0, links_[h].capacity - links_[h].rate);
+    if (sum <= spare * (1 + 1e-12)) return kInf;
+    wants_.clear();
+    for (const std::uint32_t ln : q.catching)
+      wants_.push_back(lanes_[ln].want);
+    std::sort(wants_.begin(), wants_.end());
+    for (std::size_t i = 0; i < wants_.size(); ++i) {
+      const double fair = spare / static_cast<double>(wants_.size() - i);
+      if (wants_[i] > fair) return fair;
+      spare -= wants_[i];
+    }
+    return kInf;
+  };
+  while (true) {
+    for (std::size_t i = 0; i < catch_dirty_.size(); ++i) {
+      const std::uint32_t h = catch_dirty_[i];
+      QLink& q = q_[h];
+      q.catch_listed = false;
+      const double old = q.level;
+      double level = fill_level(h);
+      if (level == old) continue;
+      // Only lanes wanting more than the lower of the two levels get another grant. Those in pass mode send at their
+      // old grant up to t first, which can change who catches up, and so the level: until none is left behind.
+      while (true) {
+        bool synced = false;
+        const double cut = std::min(old, level);
+        catch_scratch_.assign(q.catching.begin(), q.catching.end());
+        for (const std::uint32_t ln : catch_scratch_) {
+          const LaneRec& lr = lanes_[ln];
+          if (lr.want > cut && !lr.stepped && lr.t < t) {
+            sync_lane(ln, t);
+            synced = true;
+          }
+        }
+        if (!synced) break;
+        level = fill_level(h);
+      }
+      q.level = level;
+      const double cut = std::min(old, level);
+      catch_scratch_.assign(q.catching.begin(), q.catching.end());
+      for (const std::uint32_t ln : catch_scratch_) {
+        if (!(lanes_[ln].want > cut)) continue;
+        update_offer(ln);
+        if (!lanes_[ln].stepped) schedule_lane(ln);
+      }
+    }
+    catch_dirty_.clear();
+    process_heat(t);
+    if (catch_dirty_.empty()) break;
+  }
+  // What the host links' lanes send, once every change at t is in.
+  for (const std::uint32_t h : offer_touched_) {
+    QLink& q = q_[h];
+    q.offer_listed = false;
+    if (q.host_lanes.empty()) q.offer_sum = 0; // no rounding residue on an idle link
+    host_peak_ = std::max(host_peak_, q.offer_sum / links_[h].capacity);
+  }
+  offer_touched_.clear();
 }
 
 void Network::update_offer(std::uint32_t ln)
 {
+  // The rate it sends at now: its flow's share, or its DCQCN rate while below it; while its window holds bytes its
+  // DCQCN rate, at most its share plus its host link's grant when that rate is above its share (catching up).
   LaneRec& lr = lanes_[ln];
-  const double r = send_rate(lr);
+  const bool dcqcn = cfg_.cc == CongestionControl::Dcqcn;
+  const bool sending = lr.active && lr.injected < lr.total;
+  const double in = sending ? lane_share(lr) : 0.0;
+  double rp = 0, lag = 0, want = 0;
+  if (dcqcn && sending) {
+    rp = lr.rp.rate().bytes_per_sec() * lr.qps;
+    lag = lane_lag(lr, lr.t);
+    if (rp > in && lag > 1e-9 * lr.total) want = rp - in;
+  }
+  if (want != lr.want) set_want(ln, want);
+  double r = 0;
+  if (sending && !q_[lr.ingress[0]].paused) r = !dcqcn ? in : lag > 1e-9 * lr.total ? catch_rate(lr) : std::min(rp, in);
   if (r == lr.offer) return;
+  QLink& h = q_[lr.ingress[0]];
+  h.offer_sum += r - lr.offer;
+  if (!h.offer_listed) {
+    h.offer_listed = true;
+    offer_touched_.push_back(lr.ingress[0]);
+  }
   for (int k = 0; k < lr.nq; ++k) {
     set_offered(lr.port[k], r - lr.offer);
     if (lr.stepped) q_[lr.port[k]].stepped_offer += r - lr.offer;

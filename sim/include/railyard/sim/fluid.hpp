@@ -112,6 +112,10 @@ struct FluidStats {
   /// Bytes that arrived at an ingress counter already above XOFF + headroom: what a real switch would drop. Zero when
   /// the headroom covers the bytes in flight.
   double overflow_bytes = 0;
+  /// The collective-level queue model (`communication: coupled` with DCQCN or PFC): the most a host link's lanes
+  /// (edge QPs behind one NIC port) sent at once, over its capacity. At most 1: a NIC never sends beyond its line rate.
+  /// -1: not measured (no such model ran).
+  double host_peak_load = -1;
   std::vector<LinkTotals> links; ///< per link id
 };
 
