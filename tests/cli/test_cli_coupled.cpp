@@ -179,7 +179,10 @@ TEST(CliCoupled, DcqcnAndPfcOnCoupledSteps)
               x["host_link_peak_load"].get<double>());
   EXPECT_LE(a["host_link_peak_load"].get<double>(), 1 + 1e-9);
   EXPECT_LE(x["host_link_peak_load"].get<double>(), 1 + 1e-9);
-  EXPECT_GT(a["host_link_peak_load"].get<double>(), 0.5); // measured: the DP rings fill the NICs
+  // And it is reached: max-min shares only the host links, so a ring edge's NIC with no DCQCN cap on its flow carries
+  // its flows' shares summed to its capacity.
+  EXPECT_NEAR(a["host_link_peak_load"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(x["host_link_peak_load"].get<double>(), 1.0, 1e-9);
   const auto& f = adaptive["flows"];
   EXPECT_NEAR(f["wire_bytes_sent"].get<double>(), f["wire_bytes_received"].get<double>(),
               1e-9 * f["wire_bytes_sent"].get<double>());
