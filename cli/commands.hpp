@@ -15,5 +15,6 @@ void add_run_command(CLI::App& app, Action* action);
 void add_topo_command(CLI::App& app, Action* action);
 void add_calibrate_command(CLI::App& app, Action* action);
 void add_nccl_tests_command(CLI::App& app, Action* action);
+void add_sweep_command(CLI::App& app, Action* action);
 
 } // namespace railyard::cli

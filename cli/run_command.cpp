@@ -31,6 +31,7 @@ void add_run_command(CLI::App& app, Action* action)
     double progress_interval_s = 2.0;
     std::string max_memory;
     std::string max_transfers = "0"; // parsed by us, as the seed is
+    std::string paths_from;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd =
@@ -45,6 +46,9 @@ void add_run_command(CLI::App& app, Action* action)
                 "replace an existing --out folder (and a leftover <DIR>.partial) even if Railyard did not write it; "
                 "never the working directory, the home folder, a folder above them, or one holding the scenario or "
                 "its inputs");
+  cmd->add_option("--paths-from", opts->paths_from,
+                  "resolve the scenario's relative paths (profile, traces, comm_group) beside this file instead of "
+                  "beside the scenario (what railyard sweep passes for the points it writes: their base scenario)");
   cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing): a whole number from 0 to 2^64-1");
   cmd->add_option("--max-memory", opts->max_memory,
                   "refuse up front a run whose estimated memory exceeds this ('8 GiB'; default: the machine's memory, "
@@ -70,7 +74,7 @@ void add_run_command(CLI::App& app, Action* action)
       std::optional<std::uint64_t> seed;
       if (opts->seed) seed = uint64_option(*opts->seed, "--seed");
       const std::uint64_t max_transfers = uint64_option(opts->max_transfers, "--max-transfers");
-      scn::Scenario scenario = scn::load_scenario(opts->scenario);
+      scn::Scenario scenario = scn::load_scenario(opts->scenario, opts->paths_from);
       if (seed) scenario.sim.seed = *seed;
       const std::string out = opts->out.empty() ? "out/" + scenario.name : opts->out;
       sim::RunLimits limits;

@@ -486,7 +486,7 @@ std::string to_string(JobSpec::Placement p)
 
 namespace {
 
-void parse_jobs(const YamlNode& list, Scenario& sc)
+void parse_jobs(const YamlNode& list, Scenario& sc, const std::string& paths_base)
 {
   const int per_node = sc.cluster.gpus_per_node;
   int total = 0;
@@ -502,14 +502,14 @@ void parse_jobs(const YamlNode& list, Scenario& sc)
     const YamlNode gpus = item.at("gpus");
     job.gpus = static_cast<int>(gpus.as_int(1, 1 << 24, "a GPU count"));
     if (job.gpus < per_node || job.gpus % per_node != 0)
-      gpus.fail(fmt::format("gpus = {} is not a positive multiple of the cluster's {} GPUs per node", job.gpus,
-                            per_node),
-                "jobs take whole nodes: give a multiple of gpus_per_node");
+      gpus.fail(
+          fmt::format("gpus = {} is not a positive multiple of the cluster's {} GPUs per node", job.gpus, per_node),
+          "jobs take whole nodes: give a multiple of gpus_per_node");
     total += job.gpus;
     if (total > sc.cluster.gpus())
-      gpus.fail(fmt::format("the jobs up to this one take {} GPUs, more than the cluster's {}", total,
-                            sc.cluster.gpus()),
-                "give the jobs fewer GPUs, or the cluster more nodes");
+      gpus.fail(
+          fmt::format("the jobs up to this one take {} GPUs, more than the cluster's {}", total, sc.cluster.gpus()),
+          "give the jobs fewer GPUs, or the cluster more nodes");
     if (auto pl = item.get("placement")) {
       const std::string v = pl->as_string();
       if (v == "contiguous")
@@ -523,15 +523,17 @@ void parse_jobs(const YamlNode& list, Scenario& sc)
                  "use contiguous (the next free nodes), rail_aligned (starting at a leaf group boundary) or "
                  "scattered (free nodes at random, from the scenario's seed)");
     }
-    job.workload = parse_workload(item.at("workload"), sc.file);
+    job.workload = parse_workload(item.at("workload"), paths_base);
     if (job.workload.collective_model == WorkloadSpec::CollectiveModel::Profile)
-      item.at("workload").fail("collective_model: profile is not supported in jobs: a fitted time knows nothing of "
-                               "the other jobs",
-                               "remove collective_model, and let the jobs share the fabric (communication: coupled)");
+      item.at("workload")
+          .fail("collective_model: profile is not supported in jobs: a fitted time knows nothing of "
+                "the other jobs",
+                "remove collective_model, and let the jobs share the fabric (communication: coupled)");
     if (!sc.jobs.empty() && (job.workload.communication_given != sc.jobs.front().workload.communication_given ||
                              job.workload.replay.comm != sc.jobs.front().workload.replay.comm))
-      item.at("workload").fail("the jobs replay with different communication models",
-                               "give every job the same replay.communication (or none): they share one network");
+      item.at("workload")
+          .fail("the jobs replay with different communication models",
+                "give every job the same replay.communication (or none): they share one network");
     sc.jobs.push_back(std::move(job));
   }
   if (sc.jobs.empty()) list.fail("no jobs", "add at least one entry such as '- {name: a, gpus: 64, workload: {...}}'");
@@ -539,19 +541,22 @@ void parse_jobs(const YamlNode& list, Scenario& sc)
 
 } // namespace
 
-Scenario parse_scenario(const YamlNode& root, bool collectives_required)
+Scenario parse_scenario(const YamlNode& root, bool collectives_required, const std::string& paths_from)
 {
   root.expect_keys(
       {"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile", "workload", "jobs"});
   Scenario sc;
   sc.file = root.where().file;
+  // Relative paths resolve beside this file, or beside `paths_from` (railyard sweep's points: written under the sweep's
+  // output folder, their paths are the base scenario's).
+  const std::string& paths_base = paths_from.empty() ? sc.file : paths_from;
   sc.name = root.string_or("name", "scenario");
   if (auto s = root.get("seed")) sc.sim.seed = s->as_uint64();
   const YamlNode cluster = root.at("cluster");
   sc.cluster = topo::parse_cluster(cluster);
   sc.cluster_where = cluster.where();
   if (auto p = root.get("profile")) {
-    sc.profile = resolve_scenario_path(*p, p->as_string(), sc.file);
+    sc.profile = resolve_scenario_path(*p, p->as_string(), paths_base);
     sc.profile_where = p->where();
     sc.profile_data = std::make_shared<const calibration::Profile>(calibration::read_profile(sc.profile));
     ProfileLinks{cluster, *sc.profile_data, sc.profile_where, sc.cluster, sc.link_origins}.apply();
@@ -600,9 +605,10 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
   if (!collectives_required && !root.has("collectives")) return sc;
   if (auto jobs = root.get("jobs")) {
     if (root.has("collectives") || root.has("workload"))
-      jobs->fail("a scenario runs collectives, a workload or jobs, not two of them",
-                 "put the workload into jobs: as a job of its own, or move the collectives into a scenario of their own");
-    parse_jobs(*jobs, sc);
+      jobs->fail(
+          "a scenario runs collectives, a workload or jobs, not two of them",
+          "put the workload into jobs: as a job of its own, or move the collectives into a scenario of their own");
+    parse_jobs(*jobs, sc, paths_base);
     sc.workload = sc.jobs.front().workload;
     return sc;
   }
@@ -611,7 +617,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
       root.at("collectives")
           .fail("a scenario runs either collectives or a workload, not both",
                 "move the collectives into a scenario of their own");
-    sc.workload = parse_workload(*wl, sc.file);
+    sc.workload = parse_workload(*wl, paths_base);
     if (sc.workload->collective_model == WorkloadSpec::CollectiveModel::Profile) {
       const InputLocation& at = sc.workload->collective_model_where;
       if (!sc.profile_data)
@@ -654,17 +660,22 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required)
 
 Scenario parse_scenario(const YamlNode& root)
 {
-  return parse_scenario(root, true);
+  return parse_scenario(root, true, {});
 }
 
-Scenario load_scenario(const std::string& path)
+Scenario parse_scenario(const YamlNode& root, bool collectives_required)
 {
-  return parse_scenario(YamlNode::load_file(path));
+  return parse_scenario(root, collectives_required, {});
+}
+
+Scenario load_scenario(const std::string& path, const std::string& paths_from)
+{
+  return parse_scenario(YamlNode::load_file(path), true, paths_from);
 }
 
 Scenario load_scenario_cluster(const std::string& path)
 {
-  return parse_scenario(YamlNode::load_file(path), false);
+  return parse_scenario(YamlNode::load_file(path), false, {});
 }
 
 std::vector<std::string> Scenario::input_files() const

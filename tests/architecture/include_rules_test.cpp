@@ -30,6 +30,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"workloads", {"common", "topologies", "models", "calibration", "workloads"}},
     {"sim", {"common", "topologies", "models", "calibration", "workloads", "sim"}},
     {"scenario", {"common", "topologies", "models", "calibration", "workloads", "sim", "scenario"}},
+    {"studies", {"common", "topologies", "models", "calibration", "workloads", "sim", "scenario", "studies"}},
 };
 
 struct Include {

@@ -56,7 +56,8 @@ struct ClusterLinkOrigins {
 struct JobSpec {
   enum class Placement {
     Contiguous,  ///< the next free nodes in node order
-    RailAligned, ///< like contiguous, starting at a leaf group boundary (the nodes one leaf, or one rail's leaf, serves)
+    RailAligned, ///< like contiguous, starting at a leaf group boundary (the nodes one leaf, or one rail's leaf,
+                 ///< serves)
     Scattered,   ///< free nodes drawn at random (the scenario's seed), in node order
   };
   std::string name;
@@ -73,7 +74,7 @@ struct Scenario {
   topo::ClusterSpec cluster;
   InputLocation cluster_where;
   sim::SimulationConfig sim;
-  RecordChoice records; ///< network.outputs: flows.csv and links.csv on, off or auto (run.cpp, run_workload.cpp)
+  RecordChoice records;     ///< network.outputs: flows.csv and links.csv on, off or auto (run.cpp, run_workload.cpp)
   Seconds step_overhead{0}; ///< `nccl.step_overhead`: fixed cost added to every collective step
   sim::NcclSettings nccl;   ///< the rest of `nccl:`
   std::vector<CollectiveSpec> collectives;
@@ -96,13 +97,17 @@ struct Scenario {
   [[nodiscard]] std::vector<std::string> input_files() const;
 };
 
-/// Parses a scenario file. Top-level keys: name, seed, cluster, network, nccl, collectives.
-Scenario load_scenario(const std::string& path);
+/// Parses a scenario file. Top-level keys: name, seed, cluster, network, nccl, collectives. Relative paths in it
+/// (profile, traces, comm_group) resolve beside `paths_from` when given, else beside the file (railyard run
+/// --paths-from: a sweep's point, written under the sweep's output folder, keeps its base scenario's paths).
+Scenario load_scenario(const std::string& path, const std::string& paths_from = {});
 /// Same, from text held in memory (`name` stands for the file in messages).
 Scenario parse_scenario(const YamlNode& root);
 /// Same, with `collectives:` optional when `collectives_required` is false: for commands that bring their own calls
 /// and use the scenario for its cluster, network and nccl sections (railyard nccl-tests).
 Scenario parse_scenario(const YamlNode& root, bool collectives_required);
+/// Same, relative paths resolved beside `paths_from` (empty: beside the file `root` came from).
+Scenario parse_scenario(const YamlNode& root, bool collectives_required, const std::string& paths_from);
 Scenario load_scenario_cluster(const std::string& path);
 
 /// The NCCL system (sim::NcclSettings::system) of a GPU model as CUDA names it ("NVIDIA H100 80GB HBM3" -> dgx_h100);

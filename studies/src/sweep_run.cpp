@@ -1,0 +1,395 @@
+// Running a sweep's points and gathering their results (sweep.hpp).
+//
+// The sweep's folder:
+//   .railyard-sweep          marker: this folder is a sweep Railyard wrote (JSON: the sweep file)
+//   points/<hash>/           one point: its scenario.yaml, log.txt (what its railyard run printed), out/ (its
+//                            outputs) and done (the hash of its input files, written once it finished)
+//   results.csv              one row per point, in the sweep's order
+// <hash> is FNV-1a over the Railyard version, the base scenario's path and the point's scenario text, so a point run
+// once is found again whatever its place in the sweep; `done` holds the hash of the files the point reads (profile,
+// traces), so a changed profile runs it again.
+#include "railyard/studies/sweep.hpp"
+
+#include "railyard/common/csv.hpp"
+#include "railyard/common/error.hpp"
+#include "railyard/common/output_file.hpp"
+#include "railyard/scenario/scenario.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+namespace railyard::studies {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMarker = ".railyard-sweep";
+constexpr const char* kVersion = "railyard 0.1.0";
+
+std::string slurp(const fs::path& p)
+{
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string hex(std::uint64_t h)
+{
+  return fmt::format("{:016x}", h);
+}
+
+/// What a file or folder the point reads holds: its bytes (a folder: its files' names and bytes, in name order).
+std::uint64_t hash_input(const fs::path& p, std::map<std::string, std::uint64_t>& cache)
+{
+  const auto it = cache.find(p.string());
+  if (it != cache.end()) return it->second;
+  std::uint64_t h = fnv1a(p.string());
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::recursive_directory_iterator(p, ec))
+      if (e.is_regular_file()) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files)
+      h = fnv1a(fmt::format("{:016x}", hash_input(f, cache)), fnv1a(f.string(), h));
+  } else {
+    std::ifstream in(p, std::ios::binary);
+    std::vector<char> buf(1 << 20);
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      h = fnv1a(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())), h);
+    }
+  }
+  cache[p.string()] = h;
+  return h;
+}
+
+/// The sweep's folder: created, or an earlier sweep's (its marker), or empty; anything else is refused.
+void prepare_folder(const fs::path& out, const std::string& sweep_file)
+{
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    if (!fs::is_directory(out, ec))
+      throw InputError({"", 0, "--out"}, fmt::format("'{}' exists and is not a folder", out.string()),
+                       "choose another --out folder");
+    const bool empty = fs::is_empty(out, ec);
+    if (!empty && !fs::exists(out / kMarker, ec))
+      throw InputError({"", 0, "--out"},
+                       fmt::format("'{}' holds files and is not a sweep's folder (no {})", out.string(), kMarker),
+                       "choose another --out folder, or empty this one: a sweep never writes over what it did not "
+                       "write");
+  } else {
+    fs::create_directories(out, ec);
+    if (ec) throw_path_error(out.string(), "creating the sweep's folder", ec.value(), "--out");
+  }
+  fs::create_directories(out / "points", ec);
+  if (ec) throw_path_error((out / "points").string(), "creating the points' folder", ec.value(), "--out");
+  write_file_replacing(out / kMarker, [&](std::ostream& o) {
+    o << nlohmann::ordered_json{{"railyard_sweep", 1}, {"version", kVersion}, {"sweep_file", sweep_file}}.dump()
+      << "\n";
+  });
+}
+
+/// The last line of a point's log that says what went wrong ("railyard: error: ..."), else its last line.
+std::string error_line(const fs::path& log)
+{
+  std::ifstream in(log);
+  std::string line, last, error;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (line.rfind("railyard: error:", 0) == 0 || line.rfind("railyard: internal error:", 0) == 0) error = line;
+  }
+  return error.empty() ? last : error;
+}
+
+std::string duration_text(double s)
+{
+  if (!(s >= 0) || !std::isfinite(s)) return "?";
+  const auto t = static_cast<long>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t / 60) % 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+struct Row {
+  std::string status; ///< ok, failed, invalid
+  std::string error;
+  std::string folder; ///< relative to the sweep's folder
+  std::vector<std::pair<std::string, std::string>> metrics;
+};
+
+struct Task {
+  std::size_t index;
+  fs::path dir;
+  std::string inputs; ///< the hash of its input files, written to `done` when it succeeds
+};
+
+pid_t launch(const std::vector<std::string>& argv, const fs::path& log)
+{
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0)
+    throw OutputError(log.string(), "starting a point's process (fork) failed", errno,
+                      "run fewer points at once (-j) or free memory");
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    std::fprintf(stderr, "railyard: error: could not start %s\n", argv[0].c_str());
+    _exit(127);
+  }
+  return pid;
+}
+
+} // namespace
+
+SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
+{
+  const fs::path out = fs::absolute(opt.out).lexically_normal();
+  prepare_folder(out, spec.file);
+  const std::vector<SweepPoint> points = expand_sweep(spec);
+  SweepOutcome outcome;
+  outcome.points = points.size();
+  std::vector<Row> rows(points.size());
+  std::vector<Task> queue;
+  std::map<std::string, std::uint64_t> input_cache;
+  const std::string base_dir = fs::path(spec.base_file).parent_path().string();
+
+  const auto read_metrics = [&](std::size_t i, const fs::path& dir) {
+    rows[i].status = "ok";
+    rows[i].metrics = summary_metrics(slurp(dir / "out" / "summary.json"));
+  };
+
+  // Plan: write each point's scenario, check it as railyard run will, and find the ones already done.
+  std::string first_invalid;
+  for (const SweepPoint& p : points) {
+    Row& row = rows[p.index];
+    if (!p.invalid.empty()) {
+      row = {"invalid", p.invalid, "", {}};
+      if (first_invalid.empty()) first_invalid = p.invalid;
+      ++outcome.invalid;
+      continue;
+    }
+    const std::string name = hex(fnv1a(p.yaml, fnv1a(spec.base_file, fnv1a(kVersion))));
+    const fs::path dir = out / "points" / name;
+    row.folder = "points/" + name;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw_path_error(dir.string(), "creating a point's folder", ec.value(), "--out");
+    if (!fs::exists(dir / "scenario.yaml", ec) || slurp(dir / "scenario.yaml") != p.yaml)
+      write_file_replacing(dir / "scenario.yaml", [&](std::ostream& o) { o << p.yaml; });
+    std::uint64_t inputs = fnv1a(kVersion);
+    try {
+      const scenario::Scenario sc = scenario::load_scenario((dir / "scenario.yaml").string(), spec.base_file);
+      for (const std::string& f : sc.input_files())
+        if (fs::path(f) != dir / "scenario.yaml") inputs = fnv1a(hex(hash_input(f, input_cache)), inputs);
+    } catch (const InputError& e) {
+      row.status = "invalid";
+      row.error = e.what();
+      if (first_invalid.empty()) first_invalid = e.what();
+      ++outcome.invalid;
+      continue;
+    }
+    const std::string inputs_text = hex(inputs);
+    if (fs::exists(dir / "done", ec) && slurp(dir / "done") == inputs_text + "\n" &&
+        fs::exists(dir / "out" / "summary.json", ec)) {
+      read_metrics(p.index, dir);
+      ++outcome.reused;
+      continue;
+    }
+    fs::remove(dir / "done", ec); // stale: this point runs again
+    queue.push_back({p.index, dir, inputs_text});
+  }
+  if (outcome.invalid == points.size())
+    throw InputError({spec.file, 0, ""}, fmt::format("no point of the sweep can run; the first: {}", first_invalid),
+                     "fix the sweep's axes or derived keys (the message names the key)");
+
+  // Run: up to opt.jobs points at once, each `railyard run` in its own process.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const bool show = opt.progress || tty;
+  const auto start = std::chrono::steady_clock::now();
+  std::map<pid_t, Task> running;
+  std::size_t next = 0, finished = 0;
+  double run_seconds = 0; // wall time of the points finished, summed
+  std::map<pid_t, std::chrono::steady_clock::time_point> started;
+  const auto report = [&] {
+    if (!show) return;
+    const std::size_t left = queue.size() - finished;
+    const double mean = finished > 0 ? run_seconds / static_cast<double>(finished) : -1;
+    const double eta = mean < 0 ? -1 : mean * static_cast<double>(left) / std::max(1, opt.jobs);
+    const std::string line =
+        fmt::format("sweep {}: {}/{} points done ({} reused), {} running, {} failed, {} invalid, ETA {}", spec.name,
+                    finished + outcome.reused, points.size() - outcome.invalid, outcome.reused, running.size(),
+                    outcome.failed, outcome.invalid, left == 0 ? "0s" : duration_text(eta));
+    if (tty)
+      std::cerr << "\r" << line << "\x1b[K" << std::flush;
+    else
+      std::cerr << line << "\n";
+  };
+  report();
+  while (next < queue.size() || !running.empty()) {
+    while (next < queue.size() && running.size() < static_cast<std::size_t>(std::max(1, opt.jobs))) {
+      const Task& t = queue[next++];
+      std::vector<std::string> argv = {
+          opt.railyard,   "run",         (t.dir / "scenario.yaml").string(), "--out", (t.dir / "out").string(),
+          "--paths-from", spec.base_file};
+      argv.insert(argv.end(), opt.run_args.begin(), opt.run_args.end());
+      const pid_t pid = launch(argv, t.dir / "log.txt");
+      running.emplace(pid, t);
+      started[pid] = std::chrono::steady_clock::now();
+    }
+    report();
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error("railyard sweep: waitpid failed");
+    }
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const Task t = it->second;
+    running.erase(it);
+    run_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started[pid]).count();
+    started.erase(pid);
+    ++finished;
+    Row& row = rows[t.index];
+    std::error_code ec;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(t.dir / "out" / "summary.json", ec)) {
+      read_metrics(t.index, t.dir);
+      write_file_replacing(t.dir / "done", [&](std::ostream& o) { o << t.inputs << "\n"; });
+      ++outcome.ran;
+    } else {
+      row.status = "failed";
+      const std::string why = WIFEXITED(status)     ? fmt::format("exit code {}", WEXITSTATUS(status))
+                              : WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
+                                                    : std::string("did not finish");
+      const std::string line = error_line(t.dir / "log.txt");
+      row.error = line.empty() ? why : fmt::format("{} ({})", line, why);
+      ++outcome.failed;
+    }
+  }
+  report();
+  if (tty) std::cerr << "\n";
+  (void)start;
+
+  // The table: point, status, the swept and derived keys, then every metric any point reported (in the order they
+  // first appear), the error and the point's folder.
+  std::vector<std::string> metric_names;
+  for (const Row& r : rows)
+    for (const auto& [k, v] : r.metrics)
+      if (std::find(metric_names.begin(), metric_names.end(), k) == metric_names.end()) metric_names.push_back(k);
+  const std::vector<std::string> columns = spec.columns();
+  for (const SweepPoint& p : points)
+    if (rows[p.index].status != "ok") outcome.problems.emplace_back(p.index, rows[p.index].status, rows[p.index].error);
+  outcome.results = (out / "results.csv").string();
+  write_file_replacing(out / "results.csv", [&](std::ostream& o) {
+    std::vector<std::string> header = {"point", "status"};
+    header.insert(header.end(), columns.begin(), columns.end());
+    header.insert(header.end(), metric_names.begin(), metric_names.end());
+    header.insert(header.end(), {"error", "folder"});
+    const auto put = [&o](const std::vector<std::string>& cells) {
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        o << (i ? "," : "") << csv_field(cells[i]);
+      o << "\n";
+    };
+    put(header);
+    for (const SweepPoint& p : points) {
+      const Row& r = rows[p.index];
+      std::vector<std::string> cells = {std::to_string(p.index), r.status};
+      cells.insert(cells.end(), p.values.begin(), p.values.end());
+      for (const std::string& m : metric_names) {
+        const auto f = std::find_if(r.metrics.begin(), r.metrics.end(), [&](const auto& kv) { return kv.first == m; });
+        cells.push_back(f == r.metrics.end() ? "" : f->second);
+      }
+      cells.push_back(r.error);
+      cells.push_back(r.folder);
+      put(cells);
+    }
+  });
+  return outcome;
+}
+
+std::vector<std::pair<std::string, std::string>> summary_metrics(const std::string& text)
+{
+  std::vector<std::pair<std::string, std::string>> m;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return m;
+  const auto num = [&](const std::string& column, const nlohmann::json::json_pointer& ptr) {
+    if (j.contains(ptr) && j.at(ptr).is_number()) m.emplace_back(column, shortest_number(j.at(ptr).get<double>()));
+  };
+  using ptr = nlohmann::json::json_pointer;
+  // A training step.
+  num("step_time_s", ptr("/step_time_s"));
+  num("mfu", ptr("/mfu"));
+  num("model_tflops_per_gpu", ptr("/model_tflops_per_gpu"));
+  num("hardware_tflops_per_gpu", ptr("/hardware_tflops_per_gpu"));
+  for (const char* part : {"compute", "exposed_communication", "bubble", "idle"})
+    num(fmt::format("{}_fraction", part), ptr(fmt::format("/breakdown_mean_over_ranks/fractions_of_step/{}", part)));
+  for (const char* g : {"tp", "pp", "dp", "ep", "cp", "other"})
+    num(fmt::format("exposed_{}_s", g), ptr(fmt::format("/breakdown_mean_over_ranks/exposed_communication_s/{}", g)));
+  if (j.contains("congestion") && j["congestion"].contains("by_group") && j["congestion"]["by_group"].is_object())
+    for (const auto& [g, v] : j["congestion"]["by_group"].items())
+      if (v.contains("factor") && v["factor"].is_number())
+        m.emplace_back(fmt::format("congestion_factor_{}", g), shortest_number(v["factor"].get<double>()));
+  if (j.contains("gpu_memory") && j["gpu_memory"].is_array() && !j["gpu_memory"].empty())
+    num("peak_gpu_memory_bytes", ptr("/gpu_memory/0/peak_bytes"));
+  // The network under congestion control.
+  if (j.contains("network") && j["network"].contains("hottest_links") && j["network"]["hottest_links"].is_array() &&
+      !j["network"]["hottest_links"].empty()) {
+    const auto& h = j["network"]["hottest_links"][0];
+    if (h.contains("name") && h["name"].is_string()) m.emplace_back("hottest_link", h["name"].get<std::string>());
+    num("hottest_link_utilisation", ptr("/network/hottest_links/0/utilisation"));
+  }
+  num("max_queue_bytes", ptr("/network/max_queue_bytes"));
+  num("pause_time_s", ptr("/network/pause_time_s"));
+  num("ecn_marks", ptr("/network/ecn_marks"));
+  num("cnps", ptr("/network/cnps"));
+  // Collectives: the run's simulated time and each call's time and bus bandwidth, by its place in the scenario.
+  num("simulated_time_s", ptr("/simulated_time_s"));
+  if (j.contains("collectives") && j["collectives"].is_array()) {
+    std::size_t i = 0;
+    for (const auto& c : j["collectives"]) {
+      // c<i>: the call's place in summary.json's list (collectives.csv's rows; every iteration its own entry), which
+      // stays the same column across points whatever their sizes or labels.
+      const auto text = [&](const char* key) {
+        return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();
+      };
+      if (c.contains("time_s") && c["time_s"].is_number())
+        m.emplace_back(fmt::format("c{}_time_s", i), shortest_number(c["time_s"].get<double>()));
+      if (c.contains("busbw_GBps") && c["busbw_GBps"].is_number())
+        m.emplace_back(fmt::format("c{}_busbw_GBps", i), shortest_number(c["busbw_GBps"].get<double>()));
+      if (!text("algorithm").empty())
+        m.emplace_back(fmt::format("c{}_algorithm", i), text("algorithm") + "/" + text("protocol"));
+      ++i;
+    }
+  }
+  return m;
+}
+
+} // namespace railyard::studies
