@@ -20,6 +20,8 @@ void add_sweep_command(CLI::App& app, Action* action)
     bool progress = false;
     bool dry_run = false;
     std::string max_memory;
+    bool slurm = false, gather = false;
+    studies::SlurmOptions so;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -38,6 +40,22 @@ void add_sweep_command(CLI::App& app, Action* action)
   cmd->add_option("--max-memory", opts->max_memory,
                   "passed to each point's railyard run (refuse a point whose "
                   "estimated memory exceeds this, e.g. '8 GiB')");
+  cmd->add_flag("--slurm", opts->slurm,
+                "submit the points to Slurm instead of running them here: a job array (sbatch --array) of "
+                "railyard run tasks and a gather job after it (--dependency=afterany) that writes results.csv; "
+                "the sweep's folder must be on a file system the compute nodes share");
+  cmd->add_option("--slurm-partition", opts->so.partition, "sbatch --partition");
+  cmd->add_option("--slurm-account", opts->so.account, "sbatch --account");
+  cmd->add_option("--slurm-time", opts->so.time, "sbatch --time, per task (e.g. 01:00:00)");
+  cmd->add_option("--slurm-batch", opts->so.batch, "points per array task (default 1)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--slurm-setup", opts->so.setup,
+                  "shell lines each task runs first, e.g. 'module load railyard' or a container's environment");
+  cmd->add_option("--slurm-railyard", opts->so.railyard,
+                  "the railyard binary on the compute nodes (default: this one's path)");
+  cmd->add_flag("--wait", opts->so.wait, "with --slurm: return when the gather job has ended, with its exit code");
+  cmd->add_flag("--gather", opts->gather,
+                "run nothing: write results.csv from the points that finished (what the Slurm gather job runs); the "
+                "others are listed as failed with what their log says");
   cmd->callback([opts, action] {
     *action = [opts] {
       const studies::SweepSpec spec = studies::load_sweep(opts->sweep);
@@ -57,13 +75,34 @@ void add_sweep_command(CLI::App& app, Action* action)
       o.out = opts->out.empty() ? "out/" + spec.name : opts->out;
       o.jobs = opts->jobs;
       o.progress = opts->progress;
+      o.sweep_file = opts->sweep;
+      o.slurm = opts->so;
+      if (opts->slurm && opts->gather)
+        throw InputError({"", 0, "--gather"}, "--slurm and --gather are two different steps",
+                         "give --slurm to submit (its gather job runs --gather), or --gather alone");
+      o.mode = opts->slurm    ? studies::SweepRunOptions::Mode::Slurm
+               : opts->gather ? studies::SweepRunOptions::Mode::Gather
+                              : studies::SweepRunOptions::Mode::Local;
       std::error_code ec;
       o.railyard = std::filesystem::read_symlink("/proc/self/exe", ec).string();
       if (ec) throw std::runtime_error("railyard sweep: cannot find its own binary (/proc/self/exe)");
       if (!opts->max_memory.empty()) o.run_args = {"--max-memory", opts->max_memory};
       const studies::SweepOutcome r = studies::run_sweep(spec, o);
-      std::cout << fmt::format("sweep {}: {} points: {} ran, {} reused, {} failed, {} invalid\n", spec.name, r.points,
-                               r.ran, r.reused, r.failed, r.invalid);
+      if (!r.array_job.empty()) {
+        std::cout << fmt::format("sweep {}: {} points: {} submitted to Slurm as array job {}, {} reused, {} invalid; "
+                                 "gather job {} writes {}/results.csv when the array ends\n",
+                                 spec.name, r.points, r.ran, r.array_job, r.reused, r.invalid, r.gather_job, o.out);
+        if (!opts->so.wait) return 0;
+        std::cout << fmt::format("gather job {} ended with exit code {} ({}/slurm/gather.log has its output)\n",
+                                 r.gather_job, r.gather_exit, o.out);
+        return r.gather_exit;
+      }
+      if (o.mode == studies::SweepRunOptions::Mode::Gather)
+        std::cout << fmt::format("sweep {}: {} points: {} finished, {} failed or not run, {} invalid\n", spec.name,
+                                 r.points, r.reused, r.failed, r.invalid);
+      else
+        std::cout << fmt::format("sweep {}: {} points: {} ran, {} reused, {} failed, {} invalid\n", spec.name, r.points,
+                                 r.ran, r.reused, r.failed, r.invalid);
       std::cout << "wrote " << r.results << "\n";
       if (r.failed + r.invalid > 0) {
         std::cout << "points that did not finish (results.csv lists each with its error):\n";

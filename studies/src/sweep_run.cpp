@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,7 +109,9 @@ void prepare_folder(const fs::path& out, const std::string& sweep_file)
 }
 
 /// The last line of a point's log that says what went wrong ("railyard: error: ..."), else its last line.
-std::string error_line(const fs::path& log)
+/// Paths in it are written relative to the sweep's folder `out` (as the table's folder column is), so a table does
+/// not depend on where the sweep was written.
+std::string error_line(const fs::path& log, const fs::path& out)
 {
   std::ifstream in(log);
   std::string line, last, error;
@@ -116,7 +120,11 @@ std::string error_line(const fs::path& log)
     last = line;
     if (line.rfind("railyard: error:", 0) == 0 || line.rfind("railyard: internal error:", 0) == 0) error = line;
   }
-  return error.empty() ? last : error;
+  std::string text = error.empty() ? last : error;
+  const std::string prefix = out.string() + "/";
+  for (auto at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at))
+    text.erase(at, prefix.size());
+  return text;
 }
 
 std::string duration_text(double s)
@@ -167,10 +175,201 @@ pid_t launch(const std::vector<std::string>& argv, const fs::path& log)
   return pid;
 }
 
+/// `s` quoted for bash.
+std::string sh(const std::string& s)
+{
+  std::string out = "'";
+  for (const char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Captured {
+  int exit_code = -1;
+  bool not_found = false; ///< the program is not on the PATH
+  bool timed_out = false;
+  std::string output; ///< stdout and stderr
+};
+
+/// Runs `argv` (argv[0] looked up on the PATH), its stdout and stderr captured; killed after `timeout_s` (0: none).
+Captured capture(const std::vector<std::string>& argv, double timeout_s)
+{
+  Captured c;
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("railyard sweep: pipe() failed");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("railyard sweep: fork() failed");
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    _exit(127);
+  }
+  ::close(fds[1]);
+  const auto start = std::chrono::steady_clock::now();
+  char buf[4096];
+  while (true) {
+    struct pollfd pfd {
+      fds[0], POLLIN, 0
+    };
+    const int ready = ::poll(&pfd, 1, 200);
+    if (ready > 0) {
+      const ssize_t n = ::read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      c.output.append(buf, static_cast<std::size_t>(n));
+    }
+    if (timeout_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s) {
+      c.timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) c.exit_code = WEXITSTATUS(status);
+  c.not_found = c.exit_code == 127 && c.output.empty();
+  return c;
+}
+
+std::string first_line(const std::string& text)
+{
+  const auto nl = text.find('\n');
+  return nl == std::string::npos ? text : text.substr(0, nl);
+}
+
+/// Slurm's commands answer here: else an InputError, before anything is written or submitted.
+void check_slurm()
+{
+  for (const char* tool : {"sbatch", "sinfo"}) {
+    const Captured v = capture({tool, "--version"}, 30);
+    if (v.not_found)
+      throw InputError({"", 0, "--slurm"}, fmt::format("Slurm's {} is not on the PATH here", tool),
+                       "run the sweep where Slurm's commands are (a login node), or add their folder to PATH; nothing "
+                       "was submitted");
+  }
+  const Captured q = capture({"sinfo", "-h", "-o", "%P"}, 60);
+  if (q.timed_out || q.exit_code != 0)
+    throw InputError({"", 0, "--slurm"},
+                     fmt::format("Slurm is not reachable: sinfo {}",
+                                 q.timed_out ? "did not answer within 60 s" : "says: " + first_line(q.output)),
+                     "check that slurmctld runs and that SLURM_CONF (or /etc/slurm/slurm.conf) names it; nothing was "
+                     "submitted");
+}
+
+/// The job id sbatch --parsable printed ("123" or "123;cluster").
+std::string job_id(const Captured& c, const std::string& what)
+{
+  std::string id;
+  for (const char ch : c.output) {
+    if (ch < '0' || ch > '9') break;
+    id += ch;
+  }
+  if (c.exit_code != 0 || id.empty())
+    throw InputError({"", 0, "--slurm"}, fmt::format("sbatch refused the {}: {}", what, first_line(c.output)),
+                     "check --slurm-partition, --slurm-account and --slurm-time against the cluster's limits");
+  return id;
+}
+
+/// Writes the array task's and the gather job's scripts and submits them (sweep.hpp SlurmOptions).
+void submit_slurm(const SweepSpec& spec, const SweepRunOptions& opt, const fs::path& out,
+                  const std::vector<Task>& queue, SweepOutcome& outcome)
+{
+  const SlurmOptions& so = opt.slurm;
+  const std::string railyard = so.railyard.empty() ? opt.railyard : so.railyard;
+  const int batch = std::max(1, so.batch);
+  const std::size_t tasks = (queue.size() + static_cast<std::size_t>(batch) - 1) / static_cast<std::size_t>(batch);
+  // Slurm's MaxArraySize (1001 unless the cluster sets it): the largest task index is one below it.
+  std::size_t max_array = 1001;
+  const Captured cfg = capture({"scontrol", "show", "config"}, 30);
+  if (cfg.exit_code == 0) {
+    const auto at = cfg.output.find("MaxArraySize");
+    if (at != std::string::npos) {
+      const auto eq = cfg.output.find('=', at);
+      if (eq != std::string::npos) max_array = std::strtoul(cfg.output.c_str() + eq + 1, nullptr, 10);
+    }
+  }
+  if (tasks > max_array - 1 || max_array == 0)
+    throw InputError({"", 0, "--slurm-batch"},
+                     fmt::format("{} points in batches of {} make {} array tasks; the cluster's MaxArraySize allows {}",
+                                 queue.size(), batch, tasks, max_array == 0 ? 0 : max_array - 1),
+                     fmt::format("give --slurm-batch {} or more", (queue.size() + max_array - 2) / (max_array - 1)));
+  const fs::path dir = out / "slurm";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw_path_error(dir.string(), "creating the Slurm scripts' folder", ec.value(), "--out");
+  write_file_replacing(dir / "tasks.txt", [&](std::ostream& o) {
+    for (const Task& t : queue)
+      o << t.dir.string() << "\t" << t.inputs << "\n";
+  });
+  std::string run_args;
+  for (const std::string& a : opt.run_args)
+    run_args += " " + sh(a);
+  write_file_replacing(dir / "array.sh", [&](std::ostream& o) {
+    o << "#!/bin/bash\n"
+         "# railyard sweep: one array task runs "
+      << batch << " point(s) of tasks.txt, each railyard run in its own process.\n"
+      << so.setup << (so.setup.empty() ? "" : "\n") << "first=$((SLURM_ARRAY_TASK_ID * " << batch
+      << " + 1))\n"
+         "sed -n \"${first},$((first + "
+      << batch - 1 << "))p\" " << sh((dir / "tasks.txt").string())
+      << " | while IFS=$'\\t' read -r dir inputs; do\n"
+         "  rm -f \"$dir/done\" \"$dir/exit\"\n"
+         "  "
+      << sh(railyard) << " run \"$dir/scenario.yaml\" --out \"$dir/out\" --paths-from " << sh(spec.base_file)
+      << run_args
+      << " >\"$dir/log.txt\" 2>&1\n"
+         "  rc=$?\n"
+         "  printf '%s\\n' \"$rc\" >\"$dir/exit\"\n"
+         "  if [ \"$rc\" -eq 0 ]; then printf '%s\\n' \"$inputs\" >\"$dir/done.tmp\" && mv -f \"$dir/done.tmp\" "
+         "\"$dir/done\"; fi\n"
+         "done\n";
+  });
+  write_file_replacing(dir / "gather.sh", [&](std::ostream& o) {
+    o << "#!/bin/bash\n"
+         "# railyard sweep: the table of the points that finished (after the array job, whatever its outcome).\n"
+      << so.setup << (so.setup.empty() ? "" : "\n") << "exec " << sh(railyard) << " sweep "
+      << sh(fs::absolute(opt.sweep_file).lexically_normal().string()) << " --out " << sh(out.string()) << " --gather\n";
+  });
+  std::vector<std::string> common = {"sbatch", "--parsable"};
+  if (!so.partition.empty()) common.push_back("--partition=" + so.partition);
+  if (!so.account.empty()) common.push_back("--account=" + so.account);
+  if (!so.time.empty()) common.push_back("--time=" + so.time);
+  std::vector<std::string> array = common;
+  array.insert(array.end(), {"--job-name=railyard-" + spec.name, fmt::format("--array=0-{}", tasks - 1),
+                             "--output=" + (dir / "task-%a.log").string(), (dir / "array.sh").string()});
+  outcome.array_job = job_id(capture(array, 120), "array job");
+  std::vector<std::string> gather = common;
+  gather.insert(gather.end(),
+                {"--job-name=railyard-" + spec.name + "-gather", "--dependency=afterany:" + outcome.array_job,
+                 "--output=" + (dir / "gather.log").string()});
+  if (so.wait) gather.push_back("--wait");
+  gather.push_back((dir / "gather.sh").string());
+  const Captured g = capture(gather, 0);
+  if (so.wait) {
+    // sbatch --wait prints the id, then returns the job's exit code once it ended.
+    outcome.gather_job = job_id(Captured{0, false, false, g.output}, "gather job");
+    outcome.gather_exit = g.exit_code;
+  } else {
+    outcome.gather_job = job_id(g, "gather job");
+  }
+  outcome.ran = queue.size();
+}
+
 } // namespace
 
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
 {
+  using Mode = SweepRunOptions::Mode;
+  if (opt.mode == Mode::Slurm) check_slurm(); // nothing written or submitted when Slurm does not answer
   const fs::path out = fs::absolute(opt.out).lexically_normal();
   prepare_folder(out, spec.file);
   const std::vector<SweepPoint> points = expand_sweep(spec);
@@ -224,11 +423,31 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
       continue;
     }
     fs::remove(dir / "done", ec); // stale: this point runs again
+    if (opt.mode != Mode::Gather) fs::remove(dir / "exit", ec);
     queue.push_back({p.index, dir, inputs_text});
   }
   if (outcome.invalid == points.size())
     throw InputError({spec.file, 0, ""}, fmt::format("no point of the sweep can run; the first: {}", first_invalid),
                      "fix the sweep's axes or derived keys (the message names the key)");
+
+  if (opt.mode == Mode::Gather) {
+    // The points that did not finish: their log says why (the Slurm task wrote its exit code beside it).
+    for (const Task& t : queue) {
+      Row& row = rows[t.index];
+      row.status = "failed";
+      std::error_code ec;
+      const std::string line = fs::exists(t.dir / "log.txt", ec) ? error_line(t.dir / "log.txt", out) : std::string();
+      const std::string code = fs::exists(t.dir / "exit", ec) ? first_line(slurp(t.dir / "exit")) : std::string();
+      row.error = line.empty() && code.empty() ? "did not run (no log: its task did not start, or was cancelled)"
+                  : code.empty()               ? line + " (did not finish)"
+                                               : fmt::format("{} (exit code {})", line, code);
+      ++outcome.failed;
+    }
+    queue.clear();
+  } else if (opt.mode == Mode::Slurm && !queue.empty()) {
+    submit_slurm(spec, opt, out, queue, outcome);
+    return outcome; // the gather job writes results.csv
+  }
 
   // Run: up to opt.jobs points at once, each `railyard run` in its own process.
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -289,8 +508,10 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
       const std::string why = WIFEXITED(status)     ? fmt::format("exit code {}", WEXITSTATUS(status))
                               : WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
                                                     : std::string("did not finish");
-      const std::string line = error_line(t.dir / "log.txt");
+      const std::string line = error_line(t.dir / "log.txt", out);
       row.error = line.empty() ? why : fmt::format("{} ({})", line, why);
+      if (WIFEXITED(status)) // as a Slurm task leaves it, for a later --gather
+        write_file_replacing(t.dir / "exit", [&](std::ostream& o) { o << WEXITSTATUS(status) << "\n"; });
       ++outcome.failed;
     }
   }

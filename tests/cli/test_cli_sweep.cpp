@@ -196,3 +196,26 @@ TEST_F(CliSweep, MaxMemoryReachesEveryPointsRun)
     EXPECT_NE(row.at("error").find("--max-memory"), std::string::npos) << row.at("error");
   }
 }
+
+TEST_F(CliSweep, GatherWritesTheSameTableFromWhatFinished)
+{
+  sweep("axes:\n  - {key: workload.training.memory_limit_GiB, values: [80, 0.5]}\n");
+  ASSERT_EQ(run("sweep study/sweep.yaml --out res").exit_code, 1);
+  const std::string local = read_file(dir_ / "res" / "results.csv");
+  fs::remove(dir_ / "res" / "results.csv");
+  const CliResult g = run("sweep study/sweep.yaml --out res --gather");
+  EXPECT_EQ(g.exit_code, 1) << g.output;
+  EXPECT_NE(g.out.find("2 points: 1 finished, 1 failed or not run"), std::string::npos) << g.output;
+  EXPECT_EQ(read_file(dir_ / "res" / "results.csv"), local);
+  // A point that never ran: listed as not run.
+  sweep("axes:\n  - {key: workload.training.memory_limit_GiB, values: [80, 0.5, 60]}\n");
+  const CliResult g2 = run("sweep study/sweep.yaml --out res --gather");
+  EXPECT_EQ(g2.exit_code, 1) << g2.output;
+  const auto rows = csv_rows(dir_ / "res" / "results.csv");
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_EQ(rows[2].at("status"), "failed");
+  EXPECT_NE(rows[2].at("error").find("did not run"), std::string::npos) << rows[2].at("error");
+  const CliResult both = run("sweep study/sweep.yaml --out res --gather --slurm");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("two different steps"), std::string::npos) << both.output;
+}

@@ -88,12 +88,29 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t h = 1469598103934665603
 /// The metrics of a finished point, read from its summary.json: (column, value as text) in a fixed order.
 std::vector<std::pair<std::string, std::string>> summary_metrics(const std::string& summary_json_text);
 
+/// Running the points on a Slurm cluster: a job array (one task per `batch` points) and a gather job after it.
+struct SlurmOptions {
+  std::string partition, account, time; ///< sbatch --partition, --account, --time (empty: the cluster's defaults)
+  std::string setup;    ///< shell lines each task runs first (module load ..., a container's environment)
+  std::string railyard; ///< the binary on the compute nodes (default: this one's path: a shared file system)
+  int batch = 1;        ///< points per array task
+  bool wait = false;    ///< return once the gather job has ended (sbatch --wait), with its exit code
+};
+
 struct SweepRunOptions {
+  enum class Mode {
+    Local,  ///< run the points here, -j at once
+    Slurm,  ///< submit them to Slurm; the gather job writes results.csv
+    Gather, ///< run nothing: the table from the points that finished (the Slurm gather job runs this)
+  };
+  Mode mode = Mode::Local;
   std::string out;                   ///< the sweep's folder
   int jobs = 1;                      ///< points run at once
   std::string railyard;              ///< the binary that runs each point (railyard run)
   bool progress = false;             ///< progress lines on stderr even when it is not a terminal
   std::vector<std::string> run_args; ///< extra arguments for each point's railyard run (e.g. --max-memory)
+  SlurmOptions slurm;
+  std::string sweep_file; ///< the sweep file as given (the gather job reads it again)
 };
 
 struct SweepOutcome {
@@ -101,6 +118,10 @@ struct SweepOutcome {
   std::string results; ///< the results table's path
   /// The points that failed or could not run: (point, status, error), in the sweep's order.
   std::vector<std::tuple<std::size_t, std::string, std::string>> problems;
+  /// Slurm: the array job and the gather job submitted ("" when nothing was left to run), and the gather job's exit
+  /// code when waited for.
+  std::string array_job, gather_job;
+  int gather_exit = 0;
 };
 
 /// Runs every point not already finished in `options.out` (a point whose scenario, base folder and input files hash
