@@ -13,7 +13,8 @@ int main(int argc, char** argv)
   app.require_subcommand(1);
   app.set_version_flag("--version", "railyard 0.1.0");
   app.footer("Exit codes: 0 success; 2 bad input (the message names the file, line or option, the rule broken and "
-             "the fix); 1 (sweep) some points failed, results.csv lists them; 3 internal error (a bug: please report "
+             "the fix); 1 (sweep) some points failed, results.csv lists them, (search) no layout could be ranked; 3 "
+             "internal error (a bug: please report "
              "it); 4 an output could not be written (disk full, "
              "I/O error: the message names the file and the reason; no incomplete output is left looking complete).");
   railyard::cli::Action action;
@@ -22,6 +23,7 @@ int main(int argc, char** argv)
   railyard::cli::add_calibrate_command(app, &action);
   railyard::cli::add_nccl_tests_command(app, &action);
   railyard::cli::add_sweep_command(app, &action);
+  railyard::cli::add_search_command(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

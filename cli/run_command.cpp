@@ -8,6 +8,7 @@
 #include "railyard/scenario/run_workload.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -32,6 +33,7 @@ void add_run_command(CLI::App& app, Action* action)
     std::string max_memory;
     std::string max_transfers = "0"; // parsed by us, as the seed is
     std::string paths_from;
+    bool memory_only = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd =
@@ -49,6 +51,9 @@ void add_run_command(CLI::App& app, Action* action)
   cmd->add_option("--paths-from", opts->paths_from,
                   "resolve the scenario's relative paths (profile, traces, comm_group) beside this file instead of "
                   "beside the scenario (what railyard sweep passes for the points it writes: their base scenario)");
+  cmd->add_flag("--memory-only", opts->memory_only,
+                "a generated training step: write summary.json with the memory model's report per GPU (does it fit, "
+                "the peak stage's breakdown) and simulate nothing (what railyard search prunes layouts with)");
   cmd->add_option("--seed", opts->seed, "override the scenario's seed (ECMP hashing): a whole number from 0 to 2^64-1");
   cmd->add_option("--max-memory", opts->max_memory,
                   "refuse up front a run whose estimated memory exceeds this ('8 GiB'; default: the machine's memory, "
@@ -99,6 +104,23 @@ void add_run_command(CLI::App& app, Action* action)
         reporter = std::make_unique<sim::ProgressReporter>(
             probe, scenario.workload ? sim::ProgressProbe::Unit::Ops : sim::ProgressProbe::Unit::Transfers, std::cerr,
             std::chrono::milliseconds(static_cast<long>(opts->progress_interval_s * 1000)));
+      }
+      if (opts->memory_only) {
+        const nlohmann::ordered_json j = scn::workload_memory_summary(scenario, limits);
+        folder.write("summary.json", [&](std::ostream& o) { o << j.dump(2) << "\n"; });
+        folder.commit();
+        const auto& g = j["gpu_memory"][0];
+        std::cout << fmt::format(
+            "memory per GPU: peak {:.1f} GiB on pipeline stage {} ({}){}\n",
+            g["peak_bytes"].get<double>() / (1024.0 * 1024 * 1024), g["peak_stage"].get<int>(),
+            g["breakdown"].get<std::string>(),
+            g["fits"].is_null() ? "   (the GPU's memory is unknown)"
+            : g["fits"].get<bool>()
+                ? fmt::format(": fits in {:.1f} GiB", g["capacity_bytes"].get<double>() / (1024.0 * 1024 * 1024))
+                : fmt::format(": DOES NOT FIT in {:.1f} GiB",
+                              g["capacity_bytes"].get<double>() / (1024.0 * 1024 * 1024)));
+        std::cout << "wrote " << out << "/summary.json\n";
+        return 0;
       }
       if (scenario.workload) {
         const scn::WorkloadRunResult w = scn::run_workload(scenario, limits);

@@ -406,6 +406,36 @@ nlohmann::ordered_json gpu_memory_json(const std::vector<GpuMemoryReport>& repor
 
 } // namespace
 
+nlohmann::ordered_json workload_memory_summary(const Scenario& scenario, const RunLimits& limits)
+{
+  if (!scenario.workload || scenario.workload->kind != WorkloadSpec::Kind::Megatron || !scenario.jobs.empty())
+    throw InputError({scenario.file, 0, "workload"},
+                     "--memory-only checks a generated training step (workload: generator: megatron, no jobs:)",
+                     "drop --memory-only to simulate this scenario");
+  RunStart start = start_run(scenario, limits.memory);
+  const std::shared_ptr<const calibration::Profile> profile = profile_of(scenario);
+  ReplayOptions options = scenario.workload->replay;
+  WorkloadSpec spec = *scenario.workload;
+  spec.memory_check = false; // report, never refuse: the summary says whether it fits
+  const workloads::Workload w = load_workload(scenario, options);
+  GpuMemoryReport report =
+      check_gpu_memory(spec, w, start.topology, scenario.nccl, profile.get(), [](int r) { return r; });
+  report.checked = report.capacity_bytes > 0;
+  nlohmann::ordered_json j;
+  j["status"] = "memory_only";
+  j["railyard_version"] = "0.1.0";
+  j["scenario"] = scenario.name;
+  j["scenario_file"] = scenario.file;
+  j["gpus"] = scenario.cluster.gpus();
+  j["gpu_memory"] = gpu_memory_json({report});
+  auto& g = j["gpu_memory"][0];
+  g["fits"] = report.capacity_bytes > 0 ? nlohmann::ordered_json(report.peak_bytes() <= report.capacity_bytes)
+                                        : nlohmann::ordered_json(nullptr);
+  g["breakdown"] = report.stages.empty() ? std::string()
+                                         : memory_breakdown(report.stages[static_cast<std::size_t>(report.peak_stage)]);
+  return j;
+}
+
 WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits)
 {
   const MemoryLimit& memory = limits.memory;

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -109,6 +110,15 @@ void prepare_folder(const fs::path& out, const std::string& sweep_file)
 }
 
 /// The last line of a point's log that says what went wrong ("railyard: error: ..."), else its last line.
+/// `text` with the sweep's folder `out` taken off the paths in it.
+std::string relative_paths(std::string text, const fs::path& out)
+{
+  const std::string prefix = out.string() + "/";
+  for (auto at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at))
+    text.erase(at, prefix.size());
+  return text;
+}
+
 /// Paths in it are written relative to the sweep's folder `out` (as the table's folder column is), so a table does
 /// not depend on where the sweep was written.
 std::string error_line(const fs::path& log, const fs::path& out)
@@ -120,11 +130,7 @@ std::string error_line(const fs::path& log, const fs::path& out)
     last = line;
     if (line.rfind("railyard: error:", 0) == 0 || line.rfind("railyard: internal error:", 0) == 0) error = line;
   }
-  std::string text = error.empty() ? last : error;
-  const std::string prefix = out.string() + "/";
-  for (auto at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at))
-    text.erase(at, prefix.size());
-  return text;
+  return relative_paths(error.empty() ? last : error, out);
 }
 
 std::string duration_text(double s)
@@ -141,6 +147,7 @@ struct Row {
   std::string error;
   std::string folder; ///< relative to the sweep's folder
   std::vector<std::pair<std::string, std::string>> metrics;
+  int exit_code = 0; ///< a failed point's railyard run (-1: killed or unknown)
 };
 
 struct Task {
@@ -395,6 +402,11 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
       ++outcome.invalid;
       continue;
     }
+    if (p.index < opt.skip.size() && !opt.skip[p.index].empty()) {
+      row = {"skipped", opt.skip[p.index], "", {}};
+      ++outcome.skipped;
+      continue;
+    }
     const std::string name = hex(fnv1a(p.yaml, fnv1a(spec.base_file, fnv1a(kVersion))));
     const fs::path dir = out / "points" / name;
     row.folder = "points/" + name;
@@ -410,7 +422,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
         if (fs::path(f) != dir / "scenario.yaml") inputs = fnv1a(hex(hash_input(f, input_cache)), inputs);
     } catch (const InputError& e) {
       row.status = "invalid";
-      row.error = e.what();
+      row.error = relative_paths(e.what(), out);
       if (first_invalid.empty()) first_invalid = e.what();
       ++outcome.invalid;
       continue;
@@ -426,7 +438,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
     if (opt.mode != Mode::Gather) fs::remove(dir / "exit", ec);
     queue.push_back({p.index, dir, inputs_text});
   }
-  if (outcome.invalid == points.size())
+  if (outcome.invalid == points.size() && !points.empty())
     throw InputError({spec.file, 0, ""}, fmt::format("no point of the sweep can run; the first: {}", first_invalid),
                      "fix the sweep's axes or derived keys (the message names the key)");
 
@@ -438,6 +450,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
       std::error_code ec;
       const std::string line = fs::exists(t.dir / "log.txt", ec) ? error_line(t.dir / "log.txt", out) : std::string();
       const std::string code = fs::exists(t.dir / "exit", ec) ? first_line(slurp(t.dir / "exit")) : std::string();
+      row.exit_code = code.empty() ? -1 : std::atoi(code.c_str());
       row.error = line.empty() && code.empty() ? "did not run (no log: its task did not start, or was cancelled)"
                   : code.empty()               ? line + " (did not finish)"
                                                : fmt::format("{} (exit code {})", line, code);
@@ -505,6 +518,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
       ++outcome.ran;
     } else {
       row.status = "failed";
+      row.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       const std::string why = WIFEXITED(status)     ? fmt::format("exit code {}", WEXITSTATUS(status))
                               : WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
                                                     : std::string("did not finish");
@@ -526,8 +540,11 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
     for (const auto& [k, v] : r.metrics)
       if (std::find(metric_names.begin(), metric_names.end(), k) == metric_names.end()) metric_names.push_back(k);
   const std::vector<std::string> columns = spec.columns();
-  for (const SweepPoint& p : points)
-    if (rows[p.index].status != "ok") outcome.problems.emplace_back(p.index, rows[p.index].status, rows[p.index].error);
+  for (const SweepPoint& p : points) {
+    const Row& r = rows[p.index];
+    if (r.status != "ok" && r.status != "skipped") outcome.problems.emplace_back(p.index, r.status, r.error);
+    outcome.rows.push_back({r.status, r.error, r.metrics, r.exit_code});
+  }
   outcome.results = (out / "results.csv").string();
   write_file_replacing(out / "results.csv", [&](std::ostream& o) {
     std::vector<std::string> header = {"point", "status"};
@@ -578,8 +595,16 @@ std::vector<std::pair<std::string, std::string>> summary_metrics(const std::stri
     for (const auto& [g, v] : j["congestion"]["by_group"].items())
       if (v.contains("factor") && v["factor"].is_number())
         m.emplace_back(fmt::format("congestion_factor_{}", g), shortest_number(v["factor"].get<double>()));
-  if (j.contains("gpu_memory") && j["gpu_memory"].is_array() && !j["gpu_memory"].empty())
+  if (j.contains("gpu_memory") && j["gpu_memory"].is_array() && !j["gpu_memory"].empty()) {
     num("peak_gpu_memory_bytes", ptr("/gpu_memory/0/peak_bytes"));
+    // railyard run --memory-only: whether it fits, and the peak stage's parts.
+    const auto& g = j["gpu_memory"][0];
+    if (g.contains("fits") && g["fits"].is_boolean())
+      m.emplace_back("memory_fits", g["fits"].get<bool>() ? "yes" : "no");
+    num("gpu_memory_capacity_bytes", ptr("/gpu_memory/0/capacity_bytes"));
+    if (g.contains("breakdown") && g["breakdown"].is_string())
+      m.emplace_back("memory_breakdown", g["breakdown"].get<std::string>());
+  }
   // The network under congestion control.
   if (j.contains("network") && j["network"].contains("hottest_links") && j["network"]["hottest_links"].is_array() &&
       !j["network"]["hottest_links"].empty()) {

@@ -67,6 +67,11 @@ struct WorkloadRunResult {
 /// Its memory is estimated before the topology is built and again once the workload is loaded, before it is replayed
 /// (footprint.hpp); a run that would exceed `memory`, or whose SimGrid actors this machine cannot map, is refused.
 WorkloadRunResult run_workload(const Scenario& scenario, const sim::RunLimits& limits = {});
+/// railyard run --memory-only: the memory model's report of a generated step (weights, gradients, optimizer states,
+/// activations, NCCL buffers per pipeline stage) against the GPU's capacity, without simulating it; summary.json's
+/// gpu_memory[0] says whether it fits ("fits", null when the capacity is unknown) and the peak stage's breakdown.
+/// Never refuses for memory; InputError for a scenario that is not a generated step.
+nlohmann::ordered_json workload_memory_summary(const Scenario& scenario, const sim::RunLimits& limits = {});
 
 /// A generated or traced step built once (topology, profile, workload, NCCL lowering) and replayed as often as asked
 /// with other host models: railyard calibrate --steps replays each measured configuration many times while it fits

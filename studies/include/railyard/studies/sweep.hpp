@@ -111,6 +111,23 @@ struct SweepRunOptions {
   std::vector<std::string> run_args; ///< extra arguments for each point's railyard run (e.g. --max-memory)
   SlurmOptions slurm;
   std::string sweep_file; ///< the sweep file as given (the gather job reads it again)
+  /// Points not to run (railyard search: layouts that do not fit): a non-empty text, by point index, is the reason,
+  /// and the point's row has status `skipped`.
+  std::vector<std::string> skip;
+};
+
+/// One row of the table.
+struct PointResult {
+  std::string status; ///< ok, failed, invalid, skipped
+  std::string error;  ///< or the reason it was skipped
+  std::vector<std::pair<std::string, std::string>> metrics;
+  int exit_code = 0; ///< a failed point's railyard run: 2 for bad input, -1 killed or unknown
+  [[nodiscard]] std::string metric(const std::string& name) const
+  {
+    for (const auto& [k, v] : metrics)
+      if (k == name) return v;
+    return {};
+  }
 };
 
 struct SweepOutcome {
@@ -122,6 +139,8 @@ struct SweepOutcome {
   /// code when waited for.
   std::string array_job, gather_job;
   int gather_exit = 0;
+  std::size_t skipped = 0;
+  std::vector<PointResult> rows; ///< by point index (empty when the table is left to a Slurm gather job)
 };
 
 /// Runs every point not already finished in `options.out` (a point whose scenario, base folder and input files hash
