@@ -16,7 +16,7 @@ FUZZ_SECONDS=${RAILYARD_FUZZ_SECONDS:-60}
 PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev
           libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev protobuf-compiler zlib1g-dev
           libarchive-dev libmuparser-dev python3 clang-14 libclang-rt-14-dev
-          python3-matplotlib # the notebook tests (examples/CMakeLists.txt) draw their PNGs
+          python3-matplotlib python3-pandas # the notebook tests (examples/CMakeLists.txt) draw their PNGs
           slurm-wlm munge)   # the sweep's Slurm test starts a single-node cluster (tests/slurm/)
 
 install_packages() {

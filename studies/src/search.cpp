@@ -153,7 +153,7 @@ SearchSpec load_search(const std::string& path)
 
 SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
 {
-  const SearchSpec& s = spec;
+  SearchSpec s = spec;
   const fs::path out = fs::absolute(options.out).lexically_normal();
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -163,6 +163,7 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
   mem.out = (out / "memory").string();
   mem.run_args.push_back("--memory-only");
   mem.mode = SweepRunOptions::Mode::Local;
+  s.sweep.name = spec.name + " (memory pass)";
   const SweepOutcome m = run_sweep(s.sweep, mem);
   const std::vector<SweepPoint> points = expand_sweep(s.sweep);
 
@@ -179,6 +180,7 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
       step.skip[i] = "does not fit";
   }
   SweepOutcome st;
+  s.sweep.name = spec.name + " (simulation pass)";
   if (std::any_of(step.skip.begin(), step.skip.end(), [](const std::string& x) { return x.empty(); }))
     st = run_sweep(s.sweep, step);
 

@@ -475,10 +475,11 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
     const std::size_t left = queue.size() - finished;
     const double mean = finished > 0 ? run_seconds / static_cast<double>(finished) : -1;
     const double eta = mean < 0 ? -1 : mean * static_cast<double>(left) / std::max(1, opt.jobs);
-    const std::string line =
-        fmt::format("sweep {}: {}/{} points done ({} reused), {} running, {} failed, {} invalid, ETA {}", spec.name,
-                    finished + outcome.reused, points.size() - outcome.invalid, outcome.reused, running.size(),
-                    outcome.failed, outcome.invalid, left == 0 ? "0s" : duration_text(eta));
+    const std::string line = fmt::format(
+        "sweep {}: {}/{} points done ({} reused), {} running, {} failed, {} invalid{}, ETA {}", spec.name,
+        finished + outcome.reused, points.size() - outcome.invalid - outcome.skipped, outcome.reused, running.size(),
+        outcome.failed, outcome.invalid, outcome.skipped ? fmt::format(", {} skipped", outcome.skipped) : std::string(),
+        left == 0 ? "0s" : duration_text(eta));
     if (tty)
       std::cerr << "\r" << line << "\x1b[K" << std::flush;
     else
