@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
+
 namespace railyard::topo {
 namespace {
 
@@ -17,9 +20,87 @@ public:
     return boost::add_vertex(Vertex{kind, tier, node, local, group, std::move(name)}, graph_);
   }
 
+  /// A cable's name: its two ends' names in name order, "leaf0-spine3".
+  static std::string cable_key(const std::string& a, const std::string& b) { return a < b ? a + "-" + b : b + "-" + a; }
+  /// A cable as a user names it ("spine3-leaf0", "leaf0->spine3") as cable_key does, or "" if it is not two names.
+  static std::string normalize(std::string name)
+  {
+    const auto arrow = name.find("->");
+    if (arrow != std::string::npos) name.replace(arrow, 2, "-");
+    const auto dash = name.find('-');
+    if (dash == std::string::npos || dash == 0 || dash + 1 == name.size() ||
+        name.find('-', dash + 1) != std::string::npos)
+      return {};
+    return cable_key(name.substr(0, dash), name.substr(dash + 1));
+  }
+  /// Takes the failures to apply as cables are added (a cable down is not added, a degraded one runs at its
+  /// fraction); `where` is the cluster section's location for messages without an entry of their own.
+  void fail(const Failures& f)
+  {
+    for (const auto& c : f.cables) {
+      const std::string k = normalize(c.name);
+      if (k.empty())
+        throw InputError(c.where, fmt::format("'{}' is not a cable name", c.name),
+                         "name a cable by its two ends, e.g. leaf0-spine3 or nic2.5-leaf5 (railyard topo describe "
+                         "--dot lists them)");
+      down_[k] = c.where;
+    }
+    for (const auto& d : f.degraded) {
+      const std::string k = normalize(d.cable);
+      if (k.empty())
+        throw InputError(d.where, fmt::format("'{}' is not a cable name", d.cable),
+                         "name a cable by its two ends, e.g. leaf0-spine3 or nic2.5-leaf5");
+      degraded_[k] = {d.fraction, d.where};
+    }
+    for (const auto& w : f.switches)
+      switches_down_[w.name] = w.where;
+  }
+  void fail_cable(const std::string& a, const std::string& b, const InputLocation& where)
+  {
+    down_[cable_key(a, b)] = where;
+  }
+  /// Every failure entry named something this cluster has, outside the nodes.
+  void check_matched() const
+  {
+    for (const auto& [k, where] : down_)
+      if (!matched_.count(k))
+        throw InputError(where, fmt::format("this cluster has no cable {}", k),
+                         "name a fabric or NIC cable by its two ends (railyard topo describe --dot lists them)");
+    for (const auto& [k, d] : degraded_)
+      if (!matched_.count(k))
+        throw InputError(d.second, fmt::format("this cluster has no cable {}", k),
+                         "name a fabric or NIC cable by its two ends (railyard topo describe --dot lists them)");
+    for (const auto& [name, where] : switches_down_) {
+      bool found = false;
+      for (VertexId v = 0; v < boost::num_vertices(graph_) && !found; ++v)
+        found = graph_[v].name == name && is_fabric_switch(graph_[v].kind);
+      if (!found)
+        throw InputError(where, fmt::format("this cluster has no fabric switch {}", name),
+                         "name a leaf, spine, agg or core switch (railyard topo describe --dot lists them)");
+    }
+  }
+
   // One cable: the direction from `a` to `b` gets the even id, the way back the odd one.
   void add_cable(VertexId a, VertexId b, LinkKind kind, BytesPerSec bandwidth, Seconds latency)
   {
+    if (!down_.empty() || !degraded_.empty() || !switches_down_.empty()) {
+      const std::string k = cable_key(graph_[a].name, graph_[b].name);
+      const bool inside = kind == LinkKind::NvLink || kind == LinkKind::Pcie;
+      const auto d = down_.find(k);
+      const auto g = degraded_.find(k);
+      if (inside && (d != down_.end() || g != degraded_.end()))
+        throw InputError(d != down_.end() ? d->second : g->second.second,
+                         fmt::format("{} is a cable inside a node (NVLink or PCIe)", k),
+                         "fail or degrade the fabric: NIC-leaf and switch-switch cables");
+      if (d != down_.end() || switches_down_.count(graph_[a].name) || switches_down_.count(graph_[b].name)) {
+        matched_.insert(k);
+        return;
+      }
+      if (g != degraded_.end()) {
+        matched_.insert(k);
+        bandwidth = BytesPerSec(bandwidth.bytes_per_sec() * g->second.first);
+      }
+    }
     boost::add_edge(a, b, Link{kind, bandwidth, latency, 2 * cables_, cables_}, graph_);
     boost::add_edge(b, a, Link{kind, bandwidth, latency, 2 * cables_ + 1, cables_}, graph_);
     ++cables_;
@@ -31,6 +112,9 @@ private:
   const ClusterSpec& spec_;
   Graph graph_;
   std::size_t cables_ = 0;
+  std::map<std::string, InputLocation> down_, switches_down_;
+  std::map<std::string, std::pair<double, InputLocation>> degraded_;
+  std::set<std::string> matched_;
 };
 
 } // namespace
@@ -63,8 +147,8 @@ TopologySize topology_size(const ClusterSpec& spec, const InputLocation& where)
     break;
   case ClusterKind::FatTree:
     if (spec.tiers == 3) {
-      const auto pods = static_cast<std::size_t>(detail::ceil_div(static_cast<long long>(nics),
-                                                                  static_cast<long long>(half * half)));
+      const auto pods =
+          static_cast<std::size_t>(detail::ceil_div(static_cast<long long>(nics), static_cast<long long>(half * half)));
       const auto core_up = static_cast<std::size_t>(detail::aggregation_uplinks(spec));
       leaves = pods * half;
       tier2 = pods * uplinks;
@@ -101,6 +185,7 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
   validate(spec, where);
 
   GraphBuilder b(spec);
+  b.fail(spec.failures);
   const int gpn = spec.gpus_per_node;
   const int rails = spec.nics_of_node(); // NICs per node
   const int nics = spec.nics();          // NIC i = node x rails + rail
@@ -196,6 +281,23 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
       tier2_v.push_back(b.add_vertex(VertexKind::Spine, 2, -1, -1, -1, fmt::format("spine{}", s)));
   }
 
+  // failures.leaf_spine_down: leaf i - spine i for i < N, N cables on N different leaves and spines.
+  if (const int n = spec.failures.leaf_spine_down; n > 0) {
+    const InputLocation& at = spec.failures.leaf_spine_where;
+    if (three_tier || tier2_v.empty())
+      throw InputError(at, "leaf_spine_down needs a 2-tier fabric with spines (fat_tree with tiers: 2, rail_optimized)",
+                       "name the cables under failures.cables instead");
+    const int most = static_cast<int>(std::min(leaf_v.size(), tier2_v.size()));
+    if (n > most)
+      throw InputError(at,
+                       fmt::format("{} cables down on distinct leaves and spines; this fabric has {} leaves and {} "
+                                   "spines",
+                                   n, leaf_v.size(), tier2_v.size()),
+                       fmt::format("give at most {}, or name the cables under failures.cables", most));
+    for (int i = 0; i < n; ++i)
+      b.fail_cable(b.graph()[leaf_v[i]].name, b.graph()[tier2_v[i]].name, at);
+  }
+
   // Cables inside the nodes (NVLink and PCIe), then NIC to leaf, then leaf up, then aggregation to core.
   for (int i = 0; i < gpus; ++i) {
     if (spec.nvswitch)
@@ -224,7 +326,21 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
       for (VertexId spine : tier2_v)
         b.add_cable(leaf, spine, LinkKind::LeafSpine, spec.fabric_bandwidth, spec.fabric_latency);
   }
-  return Topology(spec, std::move(b.graph()));
+  b.check_matched();
+  Topology topology(spec, std::move(b.graph()));
+  if (spec.failures.any()) {
+    const std::string why = topology.disconnected();
+    if (!why.empty()) {
+      const Failures& f = spec.failures;
+      const InputLocation at = !f.cables.empty()     ? f.cables.front().where
+                               : !f.switches.empty() ? f.switches.front().where
+                               : f.leaf_spine_down   ? f.leaf_spine_where
+                                                     : where;
+      throw InputError(at, fmt::format("the failures disconnect the cluster: {}", why),
+                       "fail fewer cables or switches (every GPU must still reach every other one)");
+    }
+  }
+  return topology;
 }
 
 } // namespace railyard::topo

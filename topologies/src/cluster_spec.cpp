@@ -276,7 +276,7 @@ YamlNode locate(const YamlNode& section, const std::string& field)
 
 ClusterSpec parse_cluster(const YamlNode& cluster)
 {
-  cluster.expect_keys({"kind", "nodes", "gpus", "gpus_per_node", "node", "nic", "fabric"});
+  cluster.expect_keys({"kind", "nodes", "gpus", "gpus_per_node", "node", "nic", "fabric", "failures"});
   ClusterSpec s;
   s.kind = parse_kind(cluster.at("kind"));
   if (auto n = cluster.get("gpus_per_node")) s.gpus_per_node = parse_count(*n);
@@ -323,6 +323,33 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
     if (auto v = fabric->get("core_oversubscription")) s.core_oversubscription = parse_ratio(*v);
     if (auto v = fabric->get("link_bandwidth")) s.fabric_bandwidth = v->as_bandwidth();
     if (auto v = fabric->get("link_latency")) s.fabric_latency = v->as_seconds();
+  }
+
+  if (auto f = cluster.get("failures")) {
+    f->expect_keys({"cables", "switches", "leaf_spine_down", "degraded"});
+    const auto names = [](const YamlNode& list, std::vector<Failures::Named>& out) {
+      if (!list.is_sequence()) list.fail("give a list of names", "write e.g. [leaf0-spine1]");
+      for (const YamlNode& n : list.items())
+        out.push_back({n.as_string(), n.where()});
+    };
+    if (auto v = f->get("cables")) names(*v, s.failures.cables);
+    if (auto v = f->get("switches")) names(*v, s.failures.switches);
+    if (auto v = f->get("leaf_spine_down")) {
+      s.failures.leaf_spine_down = static_cast<int>(v->as_int(0, 1'000'000));
+      s.failures.leaf_spine_where = v->where();
+    }
+    if (auto v = f->get("degraded")) {
+      if (!v->is_sequence()) v->fail("give a list", "write degraded: [{cable: leaf0-spine1, fraction: 0.5}]");
+      for (const YamlNode& d : v->items()) {
+        d.expect_keys({"cable", "fraction"});
+        const double fr = d.at("fraction").as_double();
+        if (!(fr > 0 && fr <= 1))
+          d.at("fraction")
+              .fail(fmt::format("{} is not a fraction of the rate in (0, 1]", fr),
+                    "give e.g. 0.5 for half the rate; a cable that is down goes under cables:");
+        s.failures.degraded.push_back({d.at("cable").as_string(), fr, d.where()});
+      }
+    }
   }
 
   if (auto problem = detail::find_problem(s)) {

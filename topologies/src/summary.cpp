@@ -183,6 +183,24 @@ nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySumma
   j["full_bisection_bytes_per_s"] = s.full_bisection.bytes_per_sec();
   j["oversubscription"] = s.oversubscription;
   if (spec.has_core_tier()) j["core_oversubscription"] = s.core_oversubscription;
+  if (spec.failures.any()) {
+    // What is down or slow (counts above are of the cables as built, without the ones down).
+    const Failures& f = spec.failures;
+    nlohmann::ordered_json fj;
+    nlohmann::ordered_json cables = nlohmann::ordered_json::array(), switches = nlohmann::ordered_json::array(),
+                           degraded = nlohmann::ordered_json::array();
+    for (const auto& c : f.cables)
+      cables.push_back(c.name);
+    for (const auto& w : f.switches)
+      switches.push_back(w.name);
+    for (const auto& d : f.degraded)
+      degraded.push_back({{"cable", d.cable}, {"fraction", d.fraction}});
+    fj["cables_down"] = cables;
+    fj["switches_down"] = switches;
+    fj["leaf_spine_down"] = f.leaf_spine_down;
+    fj["degraded"] = degraded;
+    j["failures"] = fj;
+  }
   return j;
 }
 

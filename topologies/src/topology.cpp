@@ -248,6 +248,23 @@ int Topology::relay_gpu(int src, int dst, bool pxn) const
   return src;
 }
 
+std::string Topology::disconnected() const
+{
+  if (spec_.kind == ClusterKind::SingleNode || spec_.nodes <= 1) return {};
+  for (int g = 0; g < num_gpus(); ++g)
+    if (gpu_links_[g].leaf < 0)
+      return fmt::format("{} has no cable to a leaf, so {} reaches no other node", graph_[nic_vertex(g)].name,
+                         graph_[gpu_vertex(g)].name);
+  // Rail-only fabrics join no two leaves (traffic stays on its rail through PXN).
+  if (spec_.kind == ClusterKind::RailOnly) return {};
+  for (int a = 0; a < num_leaves_; ++a)
+    for (int b = 0; b < num_leaves_; ++b)
+      if (a != b && !reaches(a, b))
+        return fmt::format("no up*/down* path is left from {} to {}", graph_[switch_vertices_[a]].name,
+                           graph_[switch_vertices_[b]].name);
+  return {};
+}
+
 Path Topology::route(int src, int dst, std::uint64_t flow_key, std::uint64_t seed, bool pxn) const
 {
   if (src < 0 || src >= num_gpus() || dst < 0 || dst >= num_gpus())

@@ -28,6 +28,29 @@ std::string to_string(ClusterKind k);
 std::string to_string(VertexKind k);
 std::string to_string(LinkKind k);
 
+/// `cluster.failures`: what is down or slow in the fabric (topologies/README.md, "Failures"). Cables are named by their
+/// two ends as `railyard topo describe` names vertices, in either order: "leaf0-spine3" (or "leaf0->spine3").
+struct Failures {
+  struct Named {
+    std::string name;
+    InputLocation where;
+  };
+  struct Degraded {
+    std::string cable;
+    double fraction = 1; ///< of the cable's rate, in (0, 1]
+    InputLocation where;
+  };
+  std::vector<Named> cables;   ///< cables down (both directions)
+  std::vector<Named> switches; ///< switches down: every cable of theirs
+  int leaf_spine_down = 0;     ///< cables leaf<i>-spine<i> down for i < N (2-tier fabrics): a count to sweep over
+  InputLocation leaf_spine_where;
+  std::vector<Degraded> degraded; ///< cables at a fraction of their rate (a slow NIC: its nic-leaf cable)
+  [[nodiscard]] bool any() const
+  {
+    return !cables.empty() || !switches.empty() || leaf_spine_down > 0 || !degraded.empty();
+  }
+};
+
 /// What a scenario's `cluster:` section says, validated. Bandwidths are per direction.
 struct ClusterSpec {
   ClusterKind kind = ClusterKind::SingleNode;
@@ -54,7 +77,9 @@ struct ClusterSpec {
   /// pods): each keeps radix/2 / core_oversubscription of its core uplinks, and only the cores they reach remain.
   double core_oversubscription = 1.0;
   BytesPerSec fabric_bandwidth = units::Gbps(400); ///< each switch-to-switch link, per direction
-  Seconds fabric_latency = units::us(0.6);          ///< each switch-to-switch hop, including switching
+  Seconds fabric_latency = units::us(0.6);         ///< each switch-to-switch hop, including switching
+
+  Failures failures; ///< `failures:`, applied when the graph is built (build_topology)
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
   /// A 3-tier k-ary fat tree: pods of edge and aggregation switches under a core tier.
@@ -70,11 +95,11 @@ ClusterSpec parse_cluster(const YamlNode& cluster);
 
 struct Vertex {
   VertexKind kind = VertexKind::Gpu;
-  int tier = 0;      ///< 0: GPU, NIC, NVSwitch; 1: leaf / edge / rail switch; 2: spine / aggregation; 3: core
-  int node = -1;     ///< node index for GPU, NIC, NVSwitch; -1 for fabric switches
-  int local = -1;    ///< GPU or NIC index inside its node (= rail); leaf: its rail where rails exist
-  int group = -1;    ///< pod (3-tier) or scalable unit (rail kinds); -1 where none
-  std::string name;  ///< unique, e.g. "gpu3.5", "nic3.5", "nvsw3", "leaf7", "spine2", "core0"
+  int tier = 0;     ///< 0: GPU, NIC, NVSwitch; 1: leaf / edge / rail switch; 2: spine / aggregation; 3: core
+  int node = -1;    ///< node index for GPU, NIC, NVSwitch; -1 for fabric switches
+  int local = -1;   ///< GPU or NIC index inside its node (= rail); leaf: its rail where rails exist
+  int group = -1;   ///< pod (3-tier) or scalable unit (rail kinds); -1 where none
+  std::string name; ///< unique, e.g. "gpu3.5", "nic3.5", "nvsw3", "leaf7", "spine2", "core0"
 };
 
 struct Link {
@@ -96,9 +121,9 @@ struct TopologySummary {
   std::size_t links = 0;                                     ///< directed links
   std::size_t cables = 0;                                    ///< physical cables outside the nodes
   std::size_t optics = 0;                                    ///< transceivers: two per fabric cable
-  BytesPerSec bisection{0};          ///< max flow from the first half of the nodes to the second half
-  BytesPerSec full_bisection{0};     ///< what a non-blocking fabric would give: half the NIC bandwidth
-  double oversubscription = 1.0;     ///< leaf downlink : uplink bandwidth
+  BytesPerSec bisection{0};           ///< max flow from the first half of the nodes to the second half
+  BytesPerSec full_bisection{0};      ///< what a non-blocking fabric would give: half the NIC bandwidth
+  double oversubscription = 1.0;      ///< leaf downlink : uplink bandwidth
   double core_oversubscription = 1.0; ///< 3-tier fat tree: aggregation downlink : core uplink bandwidth, as built
 };
 
@@ -130,11 +155,11 @@ public:
 
   /// The path one flow takes from GPU `src` to GPU `dst`. Inside a node: NVLink through the NVSwitch. Across
   /// nodes: GPU -> NIC -> up the tiers -> down -> NIC -> GPU, choosing among equal-cost uplinks by hashing
-  /// (src, dst, flow_key, seed, switch), the way a switch hashes a QP's 5-tuple (flow_key stands for the ports). With `pxn` (NCCL's PXN), or always on a
-  /// rail-only cluster, a flow between GPUs on different rails of different nodes first crosses NVLink to the GPU
-  /// of the source node that sits on the destination's rail and leaves through that GPU's NIC, so it stays on
-  /// the destination's rail: src -> NVSwitch -> gpu(node(src), rail(dst)) -> NIC -> ... -> NIC -> dst.
-  /// Same arguments, same path.
+  /// (src, dst, flow_key, seed, switch), the way a switch hashes a QP's 5-tuple (flow_key stands for the ports). With
+  /// `pxn` (NCCL's PXN), or always on a rail-only cluster, a flow between GPUs on different rails of different nodes
+  /// first crosses NVLink to the GPU of the source node that sits on the destination's rail and leaves through that
+  /// GPU's NIC, so it stays on the destination's rail: src -> NVSwitch -> gpu(node(src), rail(dst)) -> NIC -> ... ->
+  /// NIC -> dst. Same arguments, same path.
   [[nodiscard]] Path route(int src, int dst, std::uint64_t flow_key, std::uint64_t seed, bool pxn = false) const;
 
   /// Every equal-cost path between two GPUs, enumerated up to `limit` paths.
@@ -146,6 +171,9 @@ public:
   [[nodiscard]] BytesPerSec path_bandwidth(const Path& p) const;
 
   [[nodiscard]] TopologySummary summary() const;
+  /// Why some GPUs cannot reach each other (a NIC without its leaf cable, two leaves with no up*/down* path left
+  /// between them), naming them; empty when every pair is connected.
+  [[nodiscard]] std::string disconnected() const;
   void write_dot(std::ostream& out) const;
 
 private:
@@ -161,10 +189,7 @@ private:
 
   void build_tables();
   [[nodiscard]] bool below(int sw, int leaf) const { return (below_[sw * words_ + leaf / 64] >> (leaf % 64)) & 1U; }
-  [[nodiscard]] bool reaches(int sw, int leaf) const
-  {
-    return (reach_[sw * words_ + leaf / 64] >> (leaf % 64)) & 1U;
-  }
+  [[nodiscard]] bool reaches(int sw, int leaf) const { return (reach_[sw * words_ + leaf / 64] >> (leaf % 64)) & 1U; }
   /// Calls visit(link, next_switch) for every link out of switch `sw` that starts a shortest up*/down* continuation
   /// towards `leaf`, in link-id order, the same order for route() and all_paths(). Returns how many there were.
   template <class Visit>
@@ -187,7 +212,7 @@ private:
   std::vector<LinkId> up_links_, down_links_;      ///< switch-to-switch links going up / down, by link id
   std::vector<int> link_target_switch_;            ///< link -> dense switch index of its target, -1 if none
   std::size_t words_ = 0;                          ///< 64-bit words in one set of leaves
-  std::vector<std::uint64_t> below_; ///< per switch: leaves it reaches going only down (a leaf: itself)
+  std::vector<std::uint64_t> below_;               ///< per switch: leaves it reaches going only down (a leaf: itself)
   std::vector<std::uint64_t> reach_; ///< per switch: leaves it reaches going up any number of tiers, then down
 
   /// A run of consecutive leaves [leaf_begin, leaf_end) below the target of one down link. Where a switch's runs do
