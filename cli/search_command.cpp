@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "study_options.hpp"
 
 #include "railyard/common/error.hpp"
 #include "railyard/studies/search.hpp"
@@ -15,10 +16,7 @@ void add_search_command(CLI::App& app, Action* action)
 {
   struct Options {
     std::string search;
-    std::string out;
-    int jobs = 1;
-    bool progress = false;
-    std::string max_memory;
+    StudyOptions study;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -27,24 +25,14 @@ void add_search_command(CLI::App& app, Action* action)
                 "pruned by the memory model (layouts that do not fit are reported with their breakdown, not run), "
                 "ranked by step time, with the Pareto front of step time against GPUs (studies/README.md)");
   cmd->add_option("search", opts->search, "search YAML file")->required();
-  cmd->add_option("--out,-o", opts->out,
+  cmd->add_option("--out,-o", opts->study.out,
                   "the search's folder (default: out/<search name>): memory/ and steps/ (its two sweeps) and "
                   "search.csv; an earlier search's folder is reused, points already run are not run again");
-  cmd->add_option("-j,--jobs", opts->jobs, "points run at once (default 1)")->check(CLI::Range(1, 1024));
-  cmd->add_flag("--progress", opts->progress, "a progress line per finished point on stderr");
-  cmd->add_option("--max-memory", opts->max_memory, "passed to each point's railyard run");
+  add_study_options(cmd, opts->study);
   cmd->callback([opts, action] {
     *action = [opts] {
       const studies::SearchSpec spec = studies::load_search(opts->search);
-      studies::SweepRunOptions o;
-      o.out = opts->out.empty() ? "out/" + spec.name : opts->out;
-      o.jobs = opts->jobs;
-      o.progress = opts->progress;
-      o.sweep_file = opts->search;
-      std::error_code ec;
-      o.railyard = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-      if (ec) throw std::runtime_error("railyard search: cannot find its own binary (/proc/self/exe)");
-      if (!opts->max_memory.empty()) o.run_args = {"--max-memory", opts->max_memory};
+      const studies::SweepRunOptions o = study_run_options(opts->study, spec.name, opts->search);
       const studies::SearchOutcome r = studies::run_search(spec, o);
       constexpr double kGiB = 1024.0 * 1024 * 1024;
       std::cout << fmt::format("search {}: {} layouts: {} simulated and ranked, {} do not fit in GPU memory, {} are "

@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "study_options.hpp"
 
 #include "railyard/common/error.hpp"
 #include "railyard/studies/sweep.hpp"
@@ -15,11 +16,8 @@ void add_sweep_command(CLI::App& app, Action* action)
 {
   struct Options {
     std::string sweep;
-    std::string out;
-    int jobs = 1;
-    bool progress = false;
+    StudyOptions study;
     bool dry_run = false;
-    std::string max_memory;
     bool slurm = false, gather = false;
     studies::SlurmOptions so;
   };
@@ -30,16 +28,11 @@ void add_sweep_command(CLI::App& app, Action* action)
                "results.csv, with the axes beside each point's metrics; points already finished are reused "
                "(studies/README.md)");
   cmd->add_option("sweep", opts->sweep, "sweep YAML file")->required();
-  cmd->add_option("--out,-o", opts->out,
+  cmd->add_option("--out,-o", opts->study.out,
                   "the sweep's folder (default: out/<sweep name>): points/ (one folder per point) and results.csv; "
                   "a folder of an earlier run of a sweep is reused, any other non-empty folder refused");
-  cmd->add_option("-j,--jobs", opts->jobs, "points run at once (default 1)")->check(CLI::Range(1, 1024));
-  cmd->add_flag("--progress", opts->progress,
-                "print a progress line per finished point to stderr even when it is not a terminal");
+  add_study_options(cmd, opts->study);
   cmd->add_flag("--dry-run", opts->dry_run, "print the points (their axis and derived values) and write nothing");
-  cmd->add_option("--max-memory", opts->max_memory,
-                  "passed to each point's railyard run (refuse a point whose "
-                  "estimated memory exceeds this, e.g. '8 GiB')");
   cmd->add_flag("--slurm", opts->slurm,
                 "submit the points to Slurm instead of running them here: a job array (sbatch --array) of "
                 "railyard run tasks and a gather job after it (--dependency=afterany) that writes results.csv; "
@@ -71,11 +64,7 @@ void add_sweep_command(CLI::App& app, Action* action)
         std::cout << fmt::format("{} points\n", spec.points());
         return 0;
       }
-      studies::SweepRunOptions o;
-      o.out = opts->out.empty() ? "out/" + spec.name : opts->out;
-      o.jobs = opts->jobs;
-      o.progress = opts->progress;
-      o.sweep_file = opts->sweep;
+      studies::SweepRunOptions o = study_run_options(opts->study, spec.name, opts->sweep);
       o.slurm = opts->so;
       if (opts->slurm && opts->gather)
         throw InputError({"", 0, "--gather"}, "--slurm and --gather are two different steps",
@@ -83,10 +72,6 @@ void add_sweep_command(CLI::App& app, Action* action)
       o.mode = opts->slurm    ? studies::SweepRunOptions::Mode::Slurm
                : opts->gather ? studies::SweepRunOptions::Mode::Gather
                               : studies::SweepRunOptions::Mode::Local;
-      std::error_code ec;
-      o.railyard = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-      if (ec) throw std::runtime_error("railyard sweep: cannot find its own binary (/proc/self/exe)");
-      if (!opts->max_memory.empty()) o.run_args = {"--max-memory", opts->max_memory};
       const studies::SweepOutcome r = studies::run_sweep(spec, o);
       if (!r.array_job.empty()) {
         std::cout << fmt::format("sweep {}: {} points: {} submitted to Slurm as array job {}, {} reused, {} invalid; "

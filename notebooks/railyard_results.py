@@ -52,6 +52,17 @@ def summaries(folders):
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
+def pyplot():
+    """matplotlib.pyplot drawing to files (Agg), or exit with what to install; for the study notebooks' plots."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SystemExit("matplotlib is missing (Debian: python3-matplotlib); --text prints the numbers")
+    return plt
+
+
 def swept_columns(table):
     """The axis and derived columns of a sweep table: those between `status` and the first metric, i.e. the columns
     whose name holds a dot (scenario keys are dotted paths; metric names never are)."""

@@ -42,12 +42,7 @@ def main():
               f"{describe(r)}")
     if args.text:
         return
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        sys.exit("matplotlib is missing (Debian: python3-matplotlib); --text prints the numbers")
+    plt = rr.pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     ax.scatter(ranked["peak_gpu_memory_bytes"] / GIB, ranked["step_time_s"], s=18, label="simulated")
     top = []

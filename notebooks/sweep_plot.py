@@ -48,12 +48,7 @@ def main():
         print(f"  {label}: " + "  ".join(f"{a}: {b:.6g}" for a, b in zip(g[x], g[y])))
     if args.text:
         return
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        sys.exit("matplotlib is missing (Debian: python3-matplotlib); --text prints the numbers")
+    plt = rr.pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     for label, xs, ys in lines:
         ax.plot([str(v) for v in xs], ys, marker="o", label=label)
