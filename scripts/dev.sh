@@ -35,7 +35,11 @@ install_packages() {
 
 build() {
   install_packages
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  # The notebooks' modules (matplotlib, pandas) are installed for Debian's python3: the tests run with that one, not
+  # with whatever python3 comes first on the PATH (a pyenv or virtualenv without them).
+  local python=()
+  [ -x /usr/bin/python3 ] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${python[@]}" >/dev/null
   cmake --build "$BUILD" -j "$JOBS"
 }
 

@@ -457,6 +457,12 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   const std::shared_ptr<const calibration::Profile> profile = profile_of(scenario);
   if (profile) result.profile_system = profile->system;
   ReplayOptions options = scenario.workload->replay;
+  // Straggler GPUs (cluster.failures.stragglers): rank r of the step runs on GPU r.
+  for (const auto& g : scenario.cluster.failures.stragglers) {
+    if (options.compute_slowdown.size() <= static_cast<std::size_t>(g.gpu))
+      options.compute_slowdown.resize(static_cast<std::size_t>(g.gpu) + 1, 1.0);
+    options.compute_slowdown[static_cast<std::size_t>(g.gpu)] = g.slowdown;
+  }
   const std::string default_note = default_communication(scenario, options);
   result.framework = framework_model(scenario, profile.get(), options);
   const std::size_t max_steps = limits.step_budget(footprint);
@@ -698,6 +704,8 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   j["backend"] = to_string(result.scenario.sim.backend);
   j["cluster_kind"] = topo::to_string(result.scenario.cluster.kind);
   j["gpus"] = result.topology.gpus;
+  if (const auto& f = result.scenario.cluster.failures; f.any() || !f.stragglers.empty())
+    j["failures"] = topo::failures_json(f); // what was down or slow: compare with a run without (a sweep)
   nlohmann::ordered_json wl;
   wl["source"] = w.source;
   wl["ranks"] = w.world_size();

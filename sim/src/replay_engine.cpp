@@ -77,8 +77,11 @@ void Engine::attach(Driver& driver, FlowNetwork* net)
 void Engine::start()
 {
   now_ = driver_->now();
-  for (auto& rt : ranks_)
+  for (auto& rt : ranks_) {
     rt.lanes.assign(rt.prog->lanes.size(), LaneState{});
+    const auto r = static_cast<std::size_t>(rt.rank);
+    rt.slowdown = r < opt_.compute_slowdown.size() ? opt_.compute_slowdown[r] : 1.0;
+  }
   for (auto& rt : ranks_)
     if (rt.host) host_advance(rt);
   for (auto& rt : ranks_)
@@ -310,19 +313,20 @@ void Engine::start_compute(RankRt& rt, std::uint32_t l, OpId op_id)
     st.seg_start = now_;
     st.sms_taken = rt.nccl_sms;
     st.seg_duration =
-        rt.nccl_sms > 0 ? gemm_duration(*p.g->gemm(op_id), p.g->op(op_id).bytes, rt.nccl_sms) : p.duration[op_id];
+        rt.slowdown *
+        (rt.nccl_sms > 0 ? gemm_duration(*p.g->gemm(op_id), p.g->op(op_id).bytes, rt.nccl_sms) : p.duration[op_id]);
     post(now_ + st.seg_duration, LaneEv::OpDone, rt.rank, l);
     return;
   }
   const auto& ops = p.lanes[l];
-  double end = now_ + p.duration[op_id];
+  double end = now_ + rt.slowdown * p.duration[op_id];
   std::uint32_t j = st.next + 1;
   for (; j < ops.size(); ++j) {
     const OpId o = ops[j];
     if (!is_kernel(p.g->op(o).kind) || p.external[ops[j - 1]] || !deps_done(rt, o, op_id, o) ||
         release_time(rt, o) > end || sm_shared(rt, o))
       break;
-    end += p.duration[o];
+    end += rt.slowdown * p.duration[o];
   }
   st.run_end = j;
   post(end, LaneEv::OpDone, rt.rank, l);
@@ -453,7 +457,7 @@ void Engine::change_nccl_sms(RankRt& rt, int delta)
     st.work_left = std::max(0.0, st.work_left);
     st.seg_start = now_;
     st.sms_taken = rt.nccl_sms;
-    st.seg_duration = gemm_duration(*rt.prog->g->gemm(op_id), op.bytes, rt.nccl_sms);
+    st.seg_duration = rt.slowdown * gemm_duration(*rt.prog->g->gemm(op_id), op.bytes, rt.nccl_sms);
     ++st.gen;
     post(now_ + st.work_left * st.seg_duration, LaneEv::OpDone, rt.rank, l);
   }
@@ -472,7 +476,7 @@ void Engine::finish_op(RankRt& rt, std::uint32_t l)
     double t = st.start;
     for (std::uint32_t k = st.next; k < st.run_end; ++k) {
       last = p.lanes[l][k];
-      const double e = t + p.duration[last];
+      const double e = t + rt.slowdown * p.duration[last];
       record_done(rt, last, t, k + 1 == st.run_end ? now_ : e);
       t = e;
     }

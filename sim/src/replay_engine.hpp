@@ -89,6 +89,7 @@ struct RankRt {
   double first_start = kInf, last_end = 0;
   double release_shift = 0; ///< added to a program issue time to get the simulated release time; NaN: no gating
   int nccl_sms = 0;         ///< SMs held by this rank's collectives in flight (one per channel)
+  double slowdown = 1;      ///< its kernels take this many times their duration (ReplayOptions::compute_slowdown)
   bool pipeline = false;
   bool traced = false;
   // The framework's host thread (ReplayOptions::host), on programs with host marks: issue[op] is known for the ops

@@ -10,6 +10,8 @@ using namespace railyard::test;
 
 namespace {
 
+const std::string kSource = RAILYARD_SOURCE_DIR;
+
 // Four nodes of 8 GPUs, one per leaf (8 downlinks each), 2:1 oversubscribed: 4 spines, one cable from each leaf to
 // each. GPUs 0-7 (leaf0) each send 64 MiB to GPUs 8-15 (leaf1) at once, sprayed evenly over every up*/down* path.
 // With p paths left between leaf0 and leaf1, each of their p uplinks carries 8/p of the flows' rate r: r = 50 GB/s x
@@ -122,4 +124,49 @@ TEST_F(CliFailures, FailuresThatDisconnectOrNameNothingAreRefused)
   refused("  failures: {leaf_spine_down: 5}\n", "this fabric has 4 leaves and 4 spines");
   refused("  failures: {degraded: [{cable: leaf0-spine0, fraction: 0}]}\n", "not a fraction");
   refused("  failures: {cable: [leaf0-spine0]}\n", "did you mean 'cables'");
+}
+
+TEST_F(CliFailures, AStragglerGpuHoldsBackEveryCollectiveItJoins)
+{
+  // One node, tp 8, no pipeline, communication ideal (collectives take no time but still wait for every member): each
+  // tensor-parallel collective waits for the slowest GPU, so one GPU whose kernels take 1.5 times as long puts
+  // 0.5 x its compute time on the step: T' = T + (1.5 - 1) x C, C the compute time per rank of the healthy step.
+  const std::string base = std::regex_replace(read_file(kSource + "/examples/profile_links.yaml"),
+                                              std::regex("profile: \\.\\./"), "profile: " + kSource + "/");
+  std::string one = std::regex_replace(base, std::regex("nodes: 2"), "nodes: 1");
+  one = std::regex_replace(one, std::regex("dp: 2"), "dp: 1");
+  one = std::regex_replace(one, std::regex("communication: analytical, collective_model: profile"),
+                           "communication: ideal");
+  const auto step = [&](const std::string& text, double* compute) {
+    write("w.yaml", text);
+    fs::remove_all(dir_ / "w");
+    last = run_cli("run w.yaml --out w", "", dir_.string());
+    EXPECT_EQ(last.exit_code, 0) << last.output;
+    const std::string s = read_file(dir_ / "w" / "summary.json");
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(s, m, std::regex("\"step_time_s\": ([0-9.e+-]+)")));
+    if (compute) {
+      std::smatch c;
+      EXPECT_TRUE(std::regex_search(s, c, std::regex("\"compute_s\": ([0-9.e+-]+)")));
+      *compute = std::stod(c[1].str());
+    }
+    return std::stod(m[1].str());
+  };
+  double c = 0;
+  const double t = step(one, &c);
+  ASSERT_GT(c, 0.5 * t); // compute-bound
+  const std::string slow = std::regex_replace(
+      one, std::regex("gpus_per_node: 8\n"), "gpus_per_node: 8\n  failures: {stragglers: [{gpu: 3, slowdown: 1.5}]}\n");
+  ASSERT_NE(slow, one);
+  const double t2 = step(slow, nullptr);
+  EXPECT_NEAR(t2, t + 0.5 * c, 0.01 * t);
+  EXPECT_NE(read_file(dir_ / "w" / "summary.json").find("\"stragglers\""), std::string::npos);
+  // A GPU the cluster does not have, or a "straggler" faster than the others: refused.
+  for (const char* bad : {"[{gpu: 8, slowdown: 1.5}]", "[{gpu: 3, slowdown: 0.5}]"}) {
+    write("bad.yaml", std::regex_replace(one, std::regex("gpus_per_node: 8\n"),
+                                         std::string("gpus_per_node: 8\n  failures: {stragglers: ") + bad + "}\n"));
+    const CliResult r = run_cli("run bad.yaml --out bad", "", dir_.string());
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("stragglers"), std::string::npos) << r.output;
+  }
 }

@@ -326,7 +326,7 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
   }
 
   if (auto f = cluster.get("failures")) {
-    f->expect_keys({"cables", "switches", "leaf_spine_down", "degraded"});
+    f->expect_keys({"cables", "switches", "leaf_spine_down", "degraded", "stragglers"});
     const auto names = [](const YamlNode& list, std::vector<Failures::Named>& out) {
       if (!list.is_sequence()) list.fail("give a list of names", "write e.g. [leaf0-spine1]");
       for (const YamlNode& n : list.items())
@@ -348,6 +348,19 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
               .fail(fmt::format("{} is not a fraction of the rate in (0, 1]", fr),
                     "give e.g. 0.5 for half the rate; a cable that is down goes under cables:");
         s.failures.degraded.push_back({d.at("cable").as_string(), fr, d.where()});
+      }
+    }
+    if (auto v = f->get("stragglers")) {
+      if (!v->is_sequence()) v->fail("give a list", "write stragglers: [{gpu: 5, slowdown: 1.2}]");
+      for (const YamlNode& g : v->items()) {
+        g.expect_keys({"gpu", "slowdown"});
+        const auto gpu = static_cast<int>(g.at("gpu").as_int(0, std::max(0, s.gpus() - 1), "the cluster's GPUs"));
+        const double sd = g.at("slowdown").as_double();
+        if (!(sd >= 1 && sd <= 1000))
+          g.at("slowdown")
+              .fail(fmt::format("{} is not a slowdown factor in [1, 1000]", sd),
+                    "give how many times longer its kernels take, e.g. 1.2 for 20% slower");
+        s.failures.stragglers.push_back({gpu, sd, g.where()});
       }
     }
   }

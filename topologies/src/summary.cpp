@@ -162,6 +162,28 @@ void Topology::write_dot(std::ostream& out) const
   out << "}\n";
 }
 
+nlohmann::ordered_json failures_json(const Failures& f)
+{
+  // What is down or slow (a summary's cable counts are of the cables as built, without the ones down).
+  nlohmann::ordered_json fj;
+  nlohmann::ordered_json cables = nlohmann::ordered_json::array(), switches = nlohmann::ordered_json::array(),
+                         degraded = nlohmann::ordered_json::array(), stragglers = nlohmann::ordered_json::array();
+  for (const auto& c : f.cables)
+    cables.push_back(c.name);
+  for (const auto& w : f.switches)
+    switches.push_back(w.name);
+  for (const auto& d : f.degraded)
+    degraded.push_back({{"cable", d.cable}, {"fraction", d.fraction}});
+  for (const auto& g : f.stragglers)
+    stragglers.push_back({{"gpu", g.gpu}, {"slowdown", g.slowdown}});
+  fj["cables_down"] = cables;
+  fj["switches_down"] = switches;
+  fj["leaf_spine_down"] = f.leaf_spine_down;
+  fj["degraded"] = degraded;
+  fj["stragglers"] = stragglers;
+  return fj;
+}
+
 nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySummary& s)
 {
   nlohmann::ordered_json j;
@@ -183,24 +205,7 @@ nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySumma
   j["full_bisection_bytes_per_s"] = s.full_bisection.bytes_per_sec();
   j["oversubscription"] = s.oversubscription;
   if (spec.has_core_tier()) j["core_oversubscription"] = s.core_oversubscription;
-  if (spec.failures.any()) {
-    // What is down or slow (counts above are of the cables as built, without the ones down).
-    const Failures& f = spec.failures;
-    nlohmann::ordered_json fj;
-    nlohmann::ordered_json cables = nlohmann::ordered_json::array(), switches = nlohmann::ordered_json::array(),
-                           degraded = nlohmann::ordered_json::array();
-    for (const auto& c : f.cables)
-      cables.push_back(c.name);
-    for (const auto& w : f.switches)
-      switches.push_back(w.name);
-    for (const auto& d : f.degraded)
-      degraded.push_back({{"cable", d.cable}, {"fraction", d.fraction}});
-    fj["cables_down"] = cables;
-    fj["switches_down"] = switches;
-    fj["leaf_spine_down"] = f.leaf_spine_down;
-    fj["degraded"] = degraded;
-    j["failures"] = fj;
-  }
+  if (spec.failures.any() || !spec.failures.stragglers.empty()) j["failures"] = failures_json(spec.failures);
   return j;
 }
 

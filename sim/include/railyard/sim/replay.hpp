@@ -89,6 +89,9 @@ struct ReplayOptions {
   /// Event loop with a profile that has a `gemm:` block: GEMMs overlapping collectives of their rank run on the SMs
   /// NCCL's channels leave. false: every GEMM has all SMs.
   bool nccl_sms = true;
+  /// Straggler GPUs: rank r's kernels (compute, copies) take compute_slowdown[r] times their duration (a GPU that
+  /// runs slow: thermal or power throttling, a bad part); ranks past the end run at 1.
+  std::vector<double> compute_slowdown;
   HostModel host; ///< the framework's host thread on generated programs; off by default
   calibration::DType dtype = calibration::DType::Bf16; ///< kernel model data type of compute ops
   /// Ranks whose ops go into the timeline. Empty optional: every rank up to 16 ranks, else the first rank of each

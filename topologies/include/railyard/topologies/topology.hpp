@@ -45,6 +45,13 @@ struct Failures {
   int leaf_spine_down = 0;     ///< cables leaf<i>-spine<i> down for i < N (2-tier fabrics): a count to sweep over
   InputLocation leaf_spine_where;
   std::vector<Degraded> degraded; ///< cables at a fraction of their rate (a slow NIC: its nic-leaf cable)
+  struct Straggler {
+    int gpu = 0;
+    double slowdown = 1; ///< its kernels take this many times as long, >= 1
+    InputLocation where;
+  };
+  std::vector<Straggler> stragglers; ///< GPUs that run slow (the replay of a workload applies them)
+  /// Anything that changes the fabric (stragglers do not).
   [[nodiscard]] bool any() const
   {
     return !cables.empty() || !switches.empty() || leaf_spine_down > 0 || !degraded.empty();
@@ -126,6 +133,9 @@ struct TopologySummary {
   double oversubscription = 1.0;      ///< leaf downlink : uplink bandwidth
   double core_oversubscription = 1.0; ///< 3-tier fat tree: aggregation downlink : core uplink bandwidth, as built
 };
+
+/// `cluster.failures` as JSON: cables_down, switches_down, leaf_spine_down, degraded, stragglers (summary.json).
+nlohmann::ordered_json failures_json(const Failures& f);
 
 /// The summary as JSON (used by `railyard topo describe --json` and by summary.json); bandwidths in bytes per second.
 nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySummary& summary);
