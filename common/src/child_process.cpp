@@ -85,25 +85,34 @@ ChildResult run_in_child(const std::function<std::vector<double>()>& fn)
   return result;
 }
 
-ProgramResult run_program(const std::vector<std::string>& argv, const std::string& stderr_path, double timeout_seconds)
+int start_program(const std::vector<std::string>& argv, const std::string& stdout_path, const std::string& stderr_path)
 {
-  ProgramResult r;
   std::fflush(nullptr);
-  const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("run_program: fork() failed");
+  if (pid < 0) throw std::runtime_error("start_program: fork() failed");
   if (pid == 0) {
-    const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, 1);
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (in >= 0) ::dup2(in, 0);
+    const int out = ::open(stdout_path.empty() ? "/dev/null" : stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out >= 0) ::dup2(out, 1);
+    const int err = stderr_path == stdout_path ? out : ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err >= 0) ::dup2(err, 2);
     std::vector<char*> args;
     for (const auto& a : argv)
       args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execv(args[0], args.data());
+    std::fprintf(stderr, "could not start %s\n", argv[0].c_str());
     _exit(127);
   }
+  return pid;
+}
+
+ProgramResult run_program(const std::vector<std::string>& argv, const std::string& stderr_path, double timeout_seconds)
+{
+  ProgramResult r;
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = start_program(argv, "", stderr_path);
   int status = 0;
   struct rusage usage {};
   while (true) {

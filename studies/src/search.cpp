@@ -60,14 +60,7 @@ SearchSpec load_search(const std::string& path)
   sw.file = path;
   sw.name = s.name;
   const YamlNode base = root.at("base");
-  fs::path b = base.as_string();
-  if (b.is_relative()) b = fs::path(path).parent_path() / b;
-  std::error_code ec;
-  if (!fs::is_regular_file(b, ec))
-    base.fail(fmt::format("'{}' is not a file", b.lexically_normal().string()),
-              "give the path of a scenario file, relative to the search file");
-  sw.base_file = fs::absolute(b).lexically_normal().string();
-  sw.base = YAML::Clone(YamlNode::load_file(sw.base_file).raw());
+  read_sweep_base(base, path, sw);
   const YAML::Node wl = sw.base["workload"];
   if (!wl || !wl["generator"] || wl["generator"].as<std::string>() != "megatron")
     base.fail("the base scenario has no generated training step (workload: generator: megatron)",
@@ -155,8 +148,7 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
 {
   SearchSpec s = spec;
   const fs::path out = fs::absolute(options.out).lexically_normal();
-  std::error_code ec;
-  fs::create_directories(out, ec);
+  claim_study_folder(out, spec.file); // the two passes' folders inside it are claimed by their sweeps
 
   // Pass 1: the memory model of every layout.
   SweepRunOptions mem = options;
@@ -247,9 +239,8 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
     header.insert(header.end(), s.keys.begin(), s.keys.end());
     header.insert(header.end(), {"dp", "step_time_s", "mfu", "model_tflops_per_gpu", "peak_gpu_memory_bytes",
                                  "gpu_memory_capacity_bytes", "pareto", "reason"});
-    for (std::size_t i = 0; i < header.size(); ++i)
-      os << (i ? "," : "") << csv_field(header[i]);
-    os << "\n";
+    CsvWriter csv(os);
+    csv.record(header);
     for (const Candidate& c : o.candidates) {
       std::vector<std::string> cells = {c.rank ? std::to_string(c.rank) : "", std::to_string(c.point), c.status,
                                         std::to_string(c.gpus)};
@@ -260,9 +251,7 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
                     num(c.model_tflops_per_gpu, c.status == "ok"), num(c.peak_memory_bytes, c.peak_memory_bytes > 0),
                     num(c.capacity_bytes, c.capacity_bytes > 0), c.status == "ok" ? (c.pareto ? "yes" : "no") : "",
                     c.reason});
-      for (std::size_t i = 0; i < cells.size(); ++i)
-        os << (i ? "," : "") << csv_field(cells[i]);
-      os << "\n";
+      csv.record(cells);
     }
   });
   return o;

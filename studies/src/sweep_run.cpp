@@ -10,8 +10,10 @@
 // traces), so a changed profile runs it again.
 #include "railyard/studies/sweep.hpp"
 
+#include "railyard/common/child_process.hpp"
 #include "railyard/common/csv.hpp"
 #include "railyard/common/error.hpp"
+#include "railyard/common/input_file.hpp"
 #include "railyard/common/output_file.hpp"
 #include "railyard/scenario/scenario.hpp"
 
@@ -21,7 +23,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,7 +34,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 namespace railyard::studies {
 
@@ -44,12 +44,10 @@ namespace {
 constexpr const char* kMarker = ".railyard-sweep";
 constexpr const char* kVersion = "railyard 0.1.0";
 
+/// A file the sweep wrote or a point's run wrote, whole (read_input_file: errors name the file).
 std::string slurp(const fs::path& p)
 {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(p.string());
 }
 
 std::string hex(std::uint64_t h)
@@ -83,33 +81,6 @@ std::uint64_t hash_input(const fs::path& p, std::map<std::string, std::uint64_t>
   return h;
 }
 
-/// The sweep's folder: created, or an earlier sweep's (its marker), or empty; anything else is refused.
-void prepare_folder(const fs::path& out, const std::string& sweep_file)
-{
-  std::error_code ec;
-  if (fs::exists(out, ec)) {
-    if (!fs::is_directory(out, ec))
-      throw InputError({"", 0, "--out"}, fmt::format("'{}' exists and is not a folder", out.string()),
-                       "choose another --out folder");
-    const bool empty = fs::is_empty(out, ec);
-    if (!empty && !fs::exists(out / kMarker, ec))
-      throw InputError({"", 0, "--out"},
-                       fmt::format("'{}' holds files and is not a sweep's folder (no {})", out.string(), kMarker),
-                       "choose another --out folder, or empty this one: a sweep never writes over what it did not "
-                       "write");
-  } else {
-    fs::create_directories(out, ec);
-    if (ec) throw_path_error(out.string(), "creating the sweep's folder", ec.value(), "--out");
-  }
-  fs::create_directories(out / "points", ec);
-  if (ec) throw_path_error((out / "points").string(), "creating the points' folder", ec.value(), "--out");
-  write_file_replacing(out / kMarker, [&](std::ostream& o) {
-    o << nlohmann::ordered_json{{"railyard_sweep", 1}, {"version", kVersion}, {"sweep_file", sweep_file}}.dump()
-      << "\n";
-  });
-}
-
-/// The last line of a point's log that says what went wrong ("railyard: error: ..."), else its last line.
 /// `text` with the sweep's folder `out` taken off the paths in it.
 std::string relative_paths(std::string text, const fs::path& out)
 {
@@ -119,8 +90,9 @@ std::string relative_paths(std::string text, const fs::path& out)
   return text;
 }
 
-/// Paths in it are written relative to the sweep's folder `out` (as the table's folder column is), so a table does
-/// not depend on where the sweep was written.
+/// The last line of a point's log that says what went wrong ("railyard: error: ..."), else its last line. Paths in it
+/// are written relative to the sweep's folder `out` (as the table's folder column is), so a table does not depend on
+/// where the sweep was written.
 std::string error_line(const fs::path& log, const fs::path& out)
 {
   std::ifstream in(log);
@@ -142,12 +114,9 @@ std::string duration_text(double s)
   return fmt::format("{}s", t);
 }
 
-struct Row {
-  std::string status; ///< ok, failed, invalid
-  std::string error;
-  std::string folder; ///< relative to the sweep's folder
-  std::vector<std::pair<std::string, std::string>> metrics;
-  int exit_code = 0; ///< a failed point's railyard run (-1: killed or unknown)
+/// A point's row: its result and its folder, relative to the sweep's folder.
+struct Row : PointResult {
+  std::string folder;
 };
 
 struct Task {
@@ -156,30 +125,15 @@ struct Task {
   std::string inputs; ///< the hash of its input files, written to `done` when it succeeds
 };
 
+/// A point's railyard run, its stdout and stderr into its log.
 pid_t launch(const std::vector<std::string>& argv, const fs::path& log)
 {
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0)
+  try {
+    return start_program(argv, log.string(), log.string());
+  } catch (const std::runtime_error&) {
     throw OutputError(log.string(), "starting a point's process (fork) failed", errno,
                       "run fewer points at once (-j) or free memory");
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv)
-      args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    std::fprintf(stderr, "railyard: error: could not start %s\n", argv[0].c_str());
-    _exit(127);
   }
-  return pid;
 }
 
 /// `s` quoted for bash.
@@ -373,19 +327,46 @@ void submit_slurm(const SweepSpec& spec, const SweepRunOptions& opt, const fs::p
 
 } // namespace
 
+void claim_study_folder(const fs::path& out, const std::string& sweep_file)
+{
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    if (!fs::is_directory(out, ec))
+      throw InputError({"", 0, "--out"}, fmt::format("'{}' exists and is not a folder", out.string()),
+                       "choose another --out folder");
+    const bool empty = fs::is_empty(out, ec);
+    if (!empty && !fs::exists(out / kMarker, ec))
+      throw InputError({"", 0, "--out"},
+                       fmt::format("'{}' holds files and is not a sweep's folder (no {})", out.string(), kMarker),
+                       "choose another --out folder, or empty this one: a sweep never writes over what it did not "
+                       "write");
+  } else {
+    fs::create_directories(out, ec);
+    if (ec) throw_path_error(out.string(), "creating the sweep's folder", ec.value(), "--out");
+  }
+  write_file_replacing(out / kMarker, [&](std::ostream& o) {
+    o << nlohmann::ordered_json{{"railyard_sweep", 1}, {"version", kVersion}, {"sweep_file", sweep_file}}.dump()
+      << "\n";
+  });
+}
+
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
 {
   using Mode = SweepRunOptions::Mode;
   if (opt.mode == Mode::Slurm) check_slurm(); // nothing written or submitted when Slurm does not answer
   const fs::path out = fs::absolute(opt.out).lexically_normal();
-  prepare_folder(out, spec.file);
+  claim_study_folder(out, spec.file);
+  {
+    std::error_code ec;
+    fs::create_directories(out / "points", ec);
+    if (ec) throw_path_error((out / "points").string(), "creating the points' folder", ec.value(), "--out");
+  }
   const std::vector<SweepPoint> points = expand_sweep(spec);
   SweepOutcome outcome;
   outcome.points = points.size();
   std::vector<Row> rows(points.size());
   std::vector<Task> queue;
   std::map<std::string, std::uint64_t> input_cache;
-  const std::string base_dir = fs::path(spec.base_file).parent_path().string();
 
   const auto read_metrics = [&](std::size_t i, const fs::path& dir) {
     rows[i].status = "ok";
@@ -397,13 +378,15 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
   for (const SweepPoint& p : points) {
     Row& row = rows[p.index];
     if (!p.invalid.empty()) {
-      row = {"invalid", p.invalid, "", {}};
+      row.status = "invalid";
+      row.error = p.invalid;
       if (first_invalid.empty()) first_invalid = p.invalid;
       ++outcome.invalid;
       continue;
     }
     if (p.index < opt.skip.size() && !opt.skip[p.index].empty()) {
-      row = {"skipped", opt.skip[p.index], "", {}};
+      row.status = "skipped";
+      row.error = opt.skip[p.index];
       ++outcome.skipped;
       continue;
     }
@@ -465,11 +448,13 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
   // Run: up to opt.jobs points at once, each `railyard run` in its own process.
   const bool tty = isatty(STDERR_FILENO) != 0;
   const bool show = opt.progress || tty;
-  const auto start = std::chrono::steady_clock::now();
-  std::map<pid_t, Task> running;
+  struct Running {
+    Task task;
+    std::chrono::steady_clock::time_point start;
+  };
+  std::map<pid_t, Running> running;
   std::size_t next = 0, finished = 0;
   double run_seconds = 0; // wall time of the points finished, summed
-  std::map<pid_t, std::chrono::steady_clock::time_point> started;
   const auto report = [&] {
     if (!show) return;
     const std::size_t left = queue.size() - finished;
@@ -493,9 +478,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
           opt.railyard,   "run",         (t.dir / "scenario.yaml").string(), "--out", (t.dir / "out").string(),
           "--paths-from", spec.base_file};
       argv.insert(argv.end(), opt.run_args.begin(), opt.run_args.end());
-      const pid_t pid = launch(argv, t.dir / "log.txt");
-      running.emplace(pid, t);
-      started[pid] = std::chrono::steady_clock::now();
+      running.emplace(launch(argv, t.dir / "log.txt"), Running{t, std::chrono::steady_clock::now()});
     }
     report();
     int status = 0;
@@ -506,10 +489,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
     }
     const auto it = running.find(pid);
     if (it == running.end()) continue;
-    const Task t = it->second;
+    const Task t = it->second.task;
+    run_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
     running.erase(it);
-    run_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started[pid]).count();
-    started.erase(pid);
     ++finished;
     Row& row = rows[t.index];
     std::error_code ec;
@@ -532,7 +514,6 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
   }
   report();
   if (tty) std::cerr << "\n";
-  (void)start;
 
   // The table: point, status, the swept and derived keys, then every metric any point reported (in the order they
   // first appear), the error and the point's folder.
@@ -544,7 +525,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
   for (const SweepPoint& p : points) {
     const Row& r = rows[p.index];
     if (r.status != "ok" && r.status != "skipped") outcome.problems.emplace_back(p.index, r.status, r.error);
-    outcome.rows.push_back({r.status, r.error, r.metrics, r.exit_code});
+    outcome.rows.push_back(r);
   }
   outcome.results = (out / "results.csv").string();
   write_file_replacing(out / "results.csv", [&](std::ostream& o) {
@@ -552,12 +533,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
     header.insert(header.end(), columns.begin(), columns.end());
     header.insert(header.end(), metric_names.begin(), metric_names.end());
     header.insert(header.end(), {"error", "folder"});
-    const auto put = [&o](const std::vector<std::string>& cells) {
-      for (std::size_t i = 0; i < cells.size(); ++i)
-        o << (i ? "," : "") << csv_field(cells[i]);
-      o << "\n";
-    };
-    put(header);
+    CsvWriter csv(o);
+    csv.record(header);
     for (const SweepPoint& p : points) {
       const Row& r = rows[p.index];
       std::vector<std::string> cells = {std::to_string(p.index), r.status};
@@ -568,7 +545,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
       }
       cells.push_back(r.error);
       cells.push_back(r.folder);
-      put(cells);
+      csv.record(cells);
     }
   });
   return outcome;

@@ -144,6 +144,15 @@ double fn_round(double x)
   return std::round(x);
 }
 
+/// A parser for derived keys: names may hold dots (scenario keys), and floor, ceil, round beside muparser's own.
+void configure(mu::Parser& p)
+{
+  p.DefineNameChars("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.");
+  p.DefineFun("floor", fn_floor);
+  p.DefineFun("ceil", fn_ceil);
+  p.DefineFun("round", fn_round);
+}
+
 /// Evaluates `expr` over the numbers of `point` (see sweep.hpp for the names it can use).
 double evaluate(const std::string& expr, const YAML::Node& point, const std::map<std::string, double>& aliases)
 {
@@ -168,10 +177,7 @@ double evaluate(const std::string& expr, const YAML::Node& point, const std::map
     vars[name] = v;
   std::deque<double> storage;
   mu::Parser p;
-  p.DefineNameChars("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.");
-  p.DefineFun("floor", fn_floor);
-  p.DefineFun("ceil", fn_ceil);
-  p.DefineFun("round", fn_round);
+  configure(p);
   for (const auto& [name, v] : vars) {
     storage.push_back(v);
     p.DefineVar(name, &storage.back());
@@ -253,6 +259,21 @@ void set_key(YAML::Node& root, const std::string& key, const YAML::Node& value, 
   }
 }
 
+void read_sweep_base(const YamlNode& base, const std::string& file, SweepSpec& s)
+{
+  fs::path b = base.as_string();
+  if (b.empty()) base.fail("the base scenario's path is empty", "give the path of a scenario file");
+  if (b.is_relative()) b = fs::path(file).parent_path() / b;
+  b = b.lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(b, ec))
+    base.fail(fmt::format("'{}' is not a file", b.string()),
+              "give the path of a scenario file, relative to this file or absolute");
+  s.base_file = fs::absolute(b).lexically_normal().string();
+  s.base = YAML::Clone(YamlNode::load_file(s.base_file).raw());
+  if (!s.base.IsMap()) base.fail("the base scenario is not a map of sections", "give a scenario file");
+}
+
 SweepSpec load_sweep(const std::string& path)
 {
   const YamlNode root = YamlNode::load_file(path);
@@ -260,17 +281,7 @@ SweepSpec load_sweep(const std::string& path)
   SweepSpec s;
   s.file = path;
   s.name = root.string_or("name", fs::path(path).stem().string());
-  const YamlNode base = root.at("base");
-  fs::path b = base.as_string();
-  if (b.empty()) base.fail("the base scenario's path is empty", "give the path of a scenario file");
-  if (b.is_relative()) b = fs::path(path).parent_path() / b;
-  b = b.lexically_normal();
-  std::error_code ec;
-  if (!fs::is_regular_file(b, ec))
-    base.fail(fmt::format("'{}' is not a file", b.string()), "give the path of a scenario file, relative to the sweep");
-  s.base_file = fs::absolute(b).lexically_normal().string();
-  s.base = YAML::Clone(YamlNode::load_file(s.base_file).raw());
-  if (!s.base.IsMap()) base.fail("the base scenario is not a map of sections", "give a scenario file");
+  read_sweep_base(root.at("base"), path, s);
 
   const YamlNode axes = root.at("axes");
   if (!axes.is_sequence() || axes.items().empty())
@@ -322,10 +333,7 @@ SweepSpec load_sweep(const std::string& path)
       // The expression's syntax, checked once here (its names only exist per point).
       try {
         mu::Parser p;
-        p.DefineNameChars("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.");
-        p.DefineFun("floor", fn_floor);
-        p.DefineFun("ceil", fn_ceil);
-        p.DefineFun("round", fn_round);
+        configure(p);
         p.EnableOptimizer(false);
         std::deque<double> store; // any name parses here; per point, only the point's names are defined
         p.SetVarFactory(

@@ -113,7 +113,14 @@ TEST_F(CliSearch, RanksTheLayoutsThatFitAndRunsNoneThatDoNot)
   EXPECT_NE(r.out.find("Pareto front"), std::string::npos) << r.out;
   // Again: nothing runs (both passes reuse their points), same table.
   const std::string table = read_file(dir_ / "s" / "search.csv");
-  ASSERT_EQ(run("search search.yaml --out s").exit_code, 0);
+  const CliResult again = run("search search.yaml --out s --progress");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  // The memory pass reuses every point but the ones its generator refused (failed points always run again).
+  const auto not_layouts =
+      std::count_if(rows.begin(), rows.end(), [](const auto& row) { return row.at("status") == "not_a_layout"; });
+  EXPECT_NE(again.output.find(fmt::format("(memory pass): 16/16 points done ({} reused)", 16 - not_layouts)),
+            std::string::npos)
+      << again.output;
   EXPECT_EQ(read_file(dir_ / "s" / "search.csv"), table);
 }
 
@@ -152,4 +159,13 @@ TEST_F(CliSearch, BadSearchFilesAreRefused)
   refused("base: base.yaml\ngpus: [12]\nspace: {tp: [1, 2]}\n", "not a whole number of 8-GPU nodes");
   refused("base: " + kSource + "/examples/default.yaml\nspace: {tp: [1, 2]}\n", "no generated training step");
   refused("base: base.yaml\nspace: {tp: []}\n", "give a list of values");
+  // A folder that is not a study's keeps what it holds.
+  write("search.yaml", "base: base.yaml\nspace: {tp: [2, 8]}\n");
+  fs::create_directories(dir_ / "mine");
+  write("mine/search.csv", "mine");
+  const CliResult mine = run("search search.yaml --out mine");
+  EXPECT_EQ(mine.exit_code, 2) << mine.output;
+  EXPECT_NE(mine.output.find("holds files"), std::string::npos) << mine.output;
+  EXPECT_EQ(read_file(dir_ / "mine" / "search.csv"), "mine");
+  EXPECT_FALSE(fs::exists(dir_ / "mine" / "memory"));
 }

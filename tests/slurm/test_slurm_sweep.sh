@@ -39,6 +39,25 @@ check "two array tasks of at most 3 points" test "$(ls "$work/slurm/slurm"/task-
 check "the tables are identical" cmp "$work/local/results.csv" "$work/slurm/results.csv"
 check "four points ok" test "$(grep -c ',ok,' "$work/slurm/results.csv")" -eq 4
 
+# 1b. The options that shape the jobs: partition, account, time, setup lines and the binary the tasks run.
+"$railyard" sweep "$src/examples/sweeps/layouts.yaml" --out "$work/opts" --slurm --wait --slurm-partition debug \
+  --slurm-account railyard --slurm-time 00:30:00 --slurm-setup 'export RAILYARD_SETUP_RAN=1' \
+  --slurm-railyard "$railyard" >"$work/opts.out" 2>&1
+rc=$?
+cat "$work/opts.out"
+check "slurm sweep with job options exits 0" test $rc -eq 0
+check "its table equals the local one" cmp "$work/local/results.csv" "$work/opts/results.csv"
+check "the setup lines open the task script" grep -q "^export RAILYARD_SETUP_RAN=1$" "$work/opts/slurm/array.sh"
+check "the gather job runs them too" grep -q "^export RAILYARD_SETUP_RAN=1$" "$work/opts/slurm/gather.sh"
+check "the tasks run the binary given" grep -qF "'$railyard' run" "$work/opts/slurm/array.sh"
+# A partition the cluster does not have: sbatch's refusal, exit 2.
+"$railyard" sweep "$src/examples/sweeps/layouts.yaml" --out "$work/nopart" --slurm --slurm-partition nosuch \
+  >"$work/nopart.out" 2>&1
+rc=$?
+cat "$work/nopart.out"
+check "an unknown partition exits 2" test $rc -eq 2
+check "the message says sbatch refused it" grep -q "sbatch refused the array job" "$work/nopart.out"
+
 # 2. A point that fails (0.5 GiB of GPU memory), the same table both ways.
 cat >"$work/fails.yaml" <<YAML
 base: $src/examples/profile_links.yaml

@@ -21,11 +21,13 @@
 #pragma once
 
 #include "railyard/common/error.hpp"
+#include "railyard/common/yaml.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -65,6 +67,10 @@ inline constexpr std::size_t kMaxSweepPoints = 100000;
 
 /// Reads and checks a sweep file (InputError naming the file, line and field for anything wrong in it).
 SweepSpec load_sweep(const std::string& path);
+
+/// The `base:` field of a sweep or search file `file`: the scenario it names (relative to `file`), read into
+/// s.base_file and s.base; InputError at the field when it is not a file or not a scenario's map.
+void read_sweep_base(const YamlNode& base, const std::string& file, SweepSpec& s);
 
 /// One point: the base with its axis values and derived keys set.
 struct SweepPoint {
@@ -142,6 +148,11 @@ struct SweepOutcome {
   std::size_t skipped = 0;
   std::vector<PointResult> rows; ///< by point index (empty when the table is left to a Slurm gather job)
 };
+
+/// A study's folder (a sweep's, a search's): created, or taken back when it is empty or holds the marker
+/// `.railyard-sweep` of an earlier study, which it (re)writes; a folder holding anything else, or a file, is refused
+/// (InputError naming --out): a study never writes over what it did not write.
+void claim_study_folder(const std::filesystem::path& out, const std::string& study_file);
 
 /// Runs every point not already finished in `options.out` (a point whose scenario, base folder and input files hash
 /// to a finished result is reused) and writes results.csv there.
