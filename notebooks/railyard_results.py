@@ -3,6 +3,7 @@
     import railyard_results as rr
     table = rr.load_sweep("out/fabric_cc_1024")        # results.csv: one row per point, axes and metrics typed
     ranked = rr.load_search("out/llama3_70b_512")      # search.csv: ranked layouts, then the others
+    plan, bom = rr.load_plan("out/plan_h100_vs_h200")  # plan.csv (one row per cluster) and bom.csv
     summary = rr.load_summary("out/llama3_70b_1024")   # summary.json as a dict
     runs = rr.summaries(["out/a", "out/b"])            # one row per run, summary.json's scalars flattened
 
@@ -30,6 +31,14 @@ def load_search(folder):
     """A search's search.csv (railyard search --out FOLDER): rank (NaN for layouts not ranked), status, the layout
     keys, dp, step time, MFU, memory per GPU, pareto, reason."""
     return _table(os.path.join(folder, "search.csv"), "search search.csv")
+
+
+def load_plan(folder):
+    """A plan's tables (railyard plan --out FOLDER): plan.csv, one row per cluster (GPUs, switches, transceivers,
+    capex, power, step time, days, energy and cost to train), and bom.csv, every line of every cluster's bill of
+    materials (an unpriced part has NaN price)."""
+    return (_table(os.path.join(folder, "plan.csv"), "plan plan.csv"),
+            _table(os.path.join(folder, "bom.csv"), "plan bom.csv"))
 
 
 def load_summary(folder_or_file):
