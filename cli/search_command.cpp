@@ -2,6 +2,7 @@
 #include "study_options.hpp"
 
 #include "railyard/common/error.hpp"
+#include "railyard/studies/plan.hpp"
 #include "railyard/studies/search.hpp"
 
 #include <fmt/format.h>
@@ -42,6 +43,8 @@ void add_search_command(CLI::App& app, Action* action)
       for (const auto& k : spec.keys)
         head += fmt::format(" {:>10}", k.size() > 10 ? k.substr(0, 10) : k);
       head += fmt::format(" {:>6} {:>12} {:>6} {:>14} {:>10}", "dp", "step (s)", "MFU", "TFLOP/s/GPU", "mem (GiB)");
+      const bool priced = spec.sweep.cost != nullptr;
+      if (priced) head += fmt::format(" {:>12}", "capex (USD)");
       std::cout << head << (spec.gpus.size() > 1 ? "  pareto" : "") << "\n";
       for (const auto& c : r.candidates) {
         if (c.status != "ok" || c.rank > spec.top) continue;
@@ -50,12 +53,21 @@ void add_search_command(CLI::App& app, Action* action)
           line += fmt::format(" {:>10}", c.layout[k]);
         line += fmt::format(" {:>6} {:>12.6f} {:>5.1f}% {:>14.1f} {:>10.1f}", c.layout.back(), c.step_time_s,
                             100 * c.mfu, c.model_tflops_per_gpu, c.peak_memory_bytes / kGiB);
+        if (priced) line += fmt::format(" {:>12.0f}", c.capex_usd);
         std::cout << line << (spec.gpus.size() > 1 ? (c.pareto ? "  yes" : "") : "") << "\n";
       }
       if (spec.gpus.size() > 1) {
         std::cout << "Pareto front (no layout is both faster and on fewer GPUs):";
         for (const auto& c : r.candidates)
           if (c.pareto) std::cout << fmt::format(" rank {} ({} GPUs, {:.6f} s)", c.rank, c.gpus, c.step_time_s);
+        std::cout << "\n";
+      }
+      if (priced) {
+        std::cout << "Pareto front against capex (no layout is both faster and cheaper):";
+        for (const auto& c : r.candidates)
+          if (c.pareto_cost)
+            std::cout << fmt::format(" rank {} ({} GPUs, ${:.0f}, {:.6f} s)", c.rank, c.gpus, c.capex_usd,
+                                     c.step_time_s);
         std::cout << "\n";
       }
       std::size_t shown = 0;

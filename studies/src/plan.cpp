@@ -117,7 +117,61 @@ std::string joined(const std::vector<std::string>& v)
   return s;
 }
 
+/// The catalogue a study file names (`catalogue:`, relative to it) laid over the built-in one.
+Catalogue study_catalogue(const YamlNode& root, const std::string& path)
+{
+  Catalogue c = builtin_catalogue();
+  if (auto f = root.get("catalogue")) {
+    const fs::path file = fs::path(path).parent_path() / f->as_string();
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec))
+      f->fail(fmt::format("the catalogue file {} does not exist", file.string()),
+              "name a catalogue YAML file relative to this file (data/catalogue/parts.yaml shows the format)");
+    c = overlay_catalogue(c, file.string());
+  }
+  return c;
+}
+
+double usd_per_gpu_hour(const Bom& bom, const Facility& fac, double depreciation_years)
+{
+  return (bom.capex_usd / (depreciation_years * kSecondsPerYear / 3600) +
+          bom.it_power_w / 1000 * fac.power_fraction * fac.pue * fac.electricity_usd_per_kwh) /
+         static_cast<double>(bom.gpus);
+}
+
 } // namespace
+
+std::shared_ptr<const CostSpec> read_cost_spec(const YamlNode& root, const std::string& file)
+{
+  const auto parts = root.get("parts");
+  if (!parts) {
+    for (const char* k : {"catalogue", "depreciation_years"})
+      if (auto v = root.get(k))
+        v->fail(fmt::format("{} prices the points, which needs parts:", k),
+                "give parts: (at least {}) or leave it out");
+    return nullptr;
+  }
+  auto c = std::make_shared<CostSpec>();
+  c->catalogue = study_catalogue(root, file);
+  c->parts = read_parts(parts, parts->where());
+  if (auto d = root.get("depreciation_years")) c->depreciation_years = *positive(*d, "depreciation_years");
+  return c;
+}
+
+std::vector<std::pair<std::string, std::string>> cost_metrics(const CostSpec& cost, const std::string& scenario_yaml,
+                                                              const std::string& name)
+{
+  const YamlNode root = YamlNode::load_string(scenario_yaml, name);
+  const YamlNode c = root.at("cluster");
+  topo::ClusterSpec spec = topo::parse_cluster(c);
+  spec.failures = {};
+  const Bom bom = bill_of_materials(topo::build_topology(spec, c.where()), cost.catalogue, cost.parts);
+  const Facility& fac = cost.catalogue.facility;
+  return {{"capex_usd", shortest_number(bom.capex_usd)},
+          {"it_power_kw", shortest_number(bom.it_power_w / 1000)},
+          {"facility_power_kw", shortest_number(bom.it_power_w / 1000 * fac.power_fraction * fac.pue)},
+          {"usd_per_gpu_hour", shortest_number(usd_per_gpu_hour(bom, fac, cost.depreciation_years))}};
+}
 
 PlanSpec load_plan(const std::string& path)
 {
@@ -126,15 +180,7 @@ PlanSpec load_plan(const std::string& path)
   PlanSpec s;
   s.file = path;
   s.name = root.string_or("name", fs::path(path).stem().string());
-  s.catalogue = builtin_catalogue();
-  if (auto c = root.get("catalogue")) {
-    const fs::path file = fs::path(path).parent_path() / c->as_string();
-    std::error_code ec;
-    if (!fs::is_regular_file(file, ec))
-      c->fail(fmt::format("the catalogue file {} does not exist", file.string()),
-              "name a catalogue YAML file relative to the plan file (data/catalogue/parts.yaml shows the format)");
-    s.catalogue = overlay_catalogue(s.catalogue, file.string());
-  }
+  s.catalogue = study_catalogue(root, path);
   if (auto t = root.get("tokens")) s.tokens = *positive(*t, "tokens");
   if (auto d = root.get("depreciation_years")) s.depreciation_years = *positive(*d, "depreciation_years");
   const YamlNode clusters = root.at("clusters");
@@ -215,10 +261,7 @@ PlanOutcome run_plan(const PlanSpec& spec, const SweepRunOptions& options, bool 
         }
       }
     }
-    const double it_kw = row.bom.it_power_w / 1000;
-    row.usd_per_gpu_hour = (row.bom.capex_usd / (spec.depreciation_years * kSecondsPerYear / 3600) +
-                            it_kw * fac.power_fraction * fac.pue * fac.electricity_usd_per_kwh) /
-                           static_cast<double>(row.bom.gpus);
+    row.usd_per_gpu_hour = usd_per_gpu_hour(row.bom, fac, spec.depreciation_years);
     if (spec.tokens > 0 && row.step_time_s && row.tokens_per_step) {
       row.steps = std::ceil(spec.tokens / *row.tokens_per_step);
       row.train_s = row.steps * *row.step_time_s;

@@ -1,5 +1,6 @@
 // railyard search (search.hpp): candidates as a sweep, pruned by the memory model, ranked by step time.
 #include "railyard/studies/search.hpp"
+#include "railyard/studies/plan.hpp"
 
 #include "railyard/common/csv.hpp"
 #include "railyard/common/output_file.hpp"
@@ -50,7 +51,7 @@ double number(const std::string& s)
 SearchSpec load_search(const std::string& path)
 {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_keys({"name", "base", "gpus", "space", "top", "description"});
+  root.expect_keys({"name", "base", "gpus", "space", "top", "description", "parts", "catalogue", "depreciation_years"});
   SearchSpec s;
   s.file = path;
   s.name = root.string_or("name", fs::path(path).stem().string());
@@ -141,6 +142,7 @@ SearchSpec load_search(const std::string& path)
        std::string("gpus / (workload.parallel.tp * workload.parallel.pp") + (has_cp ? " * workload.parallel.cp)" : ")"),
        space.where()});
   s.gpus_per_node = gpn;
+  s.sweep.cost = read_cost_spec(root, path);
   return s;
 }
 
@@ -190,6 +192,10 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
     c.peak_memory_bytes = number(r.metric("peak_gpu_memory_bytes"));
     c.capacity_bytes = number(r.metric("gpu_memory_capacity_bytes"));
     c.memory_breakdown = r.metric("memory_breakdown");
+    if (const std::string capex = r.metric("capex_usd"); !capex.empty()) {
+      c.capex_usd = number(capex);
+      c.usd_per_gpu_hour = number(r.metric("usd_per_gpu_hour"));
+    }
     if (r.status != "ok") {
       // Pass 1 only generates the step and sizes its memory: bad input there (exit 2: a batch that dp x micro_batch
       // does not divide, heads that tp does not divide, ...) means the combination is no layout of this model.
@@ -232,13 +238,21 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
       return d.status == "ok" && &d != &c && d.gpus <= c.gpus && d.step_time_s <= c.step_time_s &&
              (d.gpus < c.gpus || d.step_time_s < c.step_time_s);
     });
+    if (s.sweep.cost && c.capex_usd > 0)
+      c.pareto_cost = std::none_of(o.candidates.begin(), o.candidates.end(), [&](const Candidate& d) {
+        return d.status == "ok" && &d != &c && d.capex_usd > 0 && d.capex_usd <= c.capex_usd &&
+               d.step_time_s <= c.step_time_s && (d.capex_usd < c.capex_usd || d.step_time_s < c.step_time_s);
+      });
   }
   o.table = (out / "search.csv").string();
   write_file_replacing(out / "search.csv", [&](std::ostream& os) {
     std::vector<std::string> header = {"rank", "point", "status", "gpus"};
     header.insert(header.end(), s.keys.begin(), s.keys.end());
     header.insert(header.end(), {"dp", "step_time_s", "mfu", "model_tflops_per_gpu", "peak_gpu_memory_bytes",
-                                 "gpu_memory_capacity_bytes", "pareto", "reason"});
+                                 "gpu_memory_capacity_bytes", "pareto"});
+    const bool priced = s.sweep.cost != nullptr;
+    if (priced) header.insert(header.end(), {"capex_usd", "usd_per_gpu_hour", "pareto_cost"});
+    header.push_back("reason");
     CsvWriter csv(os);
     csv.record(header);
     for (const Candidate& c : o.candidates) {
@@ -249,8 +263,11 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
       cells.insert(cells.end(),
                    {num(c.step_time_s, c.status == "ok"), num(c.mfu, c.status == "ok"),
                     num(c.model_tflops_per_gpu, c.status == "ok"), num(c.peak_memory_bytes, c.peak_memory_bytes > 0),
-                    num(c.capacity_bytes, c.capacity_bytes > 0), c.status == "ok" ? (c.pareto ? "yes" : "no") : "",
-                    c.reason});
+                    num(c.capacity_bytes, c.capacity_bytes > 0), c.status == "ok" ? (c.pareto ? "yes" : "no") : ""});
+      if (priced)
+        cells.insert(cells.end(), {num(c.capex_usd, c.capex_usd > 0), num(c.usd_per_gpu_hour, c.capex_usd > 0),
+                                   c.status == "ok" && c.capex_usd > 0 ? (c.pareto_cost ? "yes" : "no") : ""});
+      cells.push_back(c.reason);
       csv.record(cells);
     }
   });

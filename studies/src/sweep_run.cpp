@@ -8,6 +8,7 @@
 // <hash> is FNV-1a over the Railyard version, the base scenario's path and the point's scenario text, so a point run
 // once is found again whatever its place in the sweep; `done` holds the hash of the files the point reads (profile,
 // traces), so a changed profile runs it again.
+#include "railyard/studies/plan.hpp"
 #include "railyard/studies/sweep.hpp"
 
 #include "railyard/common/child_process.hpp"
@@ -521,6 +522,22 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt)
   for (const Row& r : rows)
     for (const auto& [k, v] : r.metrics)
       if (std::find(metric_names.begin(), metric_names.end(), k) == metric_names.end()) metric_names.push_back(k);
+  // With parts: the cost of every point's cluster, whether its run finished or not (plan.hpp), after the metrics.
+  if (spec.cost)
+    for (const SweepPoint& p : points) {
+      Row& r = rows[p.index];
+      if (r.status == "invalid") continue;
+      try {
+        for (auto& kv : cost_metrics(*spec.cost, p.yaml, fmt::format("{} point {}", spec.file, p.index))) {
+          if (std::find(metric_names.begin(), metric_names.end(), kv.first) == metric_names.end())
+            metric_names.push_back(kv.first);
+          r.metrics.push_back(std::move(kv));
+        }
+      } catch (const InputError& e) {
+        // The parts do not fit this point's cluster (too few switch ports, ...): the point has no cost, and says why.
+        r.error += (r.error.empty() ? "" : "; ") + std::string("cost: ") + e.what();
+      }
+    }
   const std::vector<std::string> columns = spec.columns();
   for (const SweepPoint& p : points) {
     const Row& r = rows[p.index];

@@ -1,4 +1,5 @@
 // The sweep file and its points (sweep.hpp).
+#include "railyard/studies/plan.hpp"
 #include "railyard/studies/sweep.hpp"
 
 #include "railyard/common/csv.hpp"
@@ -277,7 +278,7 @@ void read_sweep_base(const YamlNode& base, const std::string& file, SweepSpec& s
 SweepSpec load_sweep(const std::string& path)
 {
   const YamlNode root = YamlNode::load_file(path);
-  root.expect_keys({"name", "base", "axes", "derived", "description"});
+  root.expect_keys({"name", "base", "axes", "derived", "description", "parts", "catalogue", "depreciation_years"});
   SweepSpec s;
   s.file = path;
   s.name = root.string_or("name", fs::path(path).stem().string());
@@ -352,6 +353,7 @@ SweepSpec load_sweep(const std::string& path)
       s.derived.push_back(std::move(dk));
     }
   }
+  s.cost = read_cost_spec(root, path);
   return s;
 }
 

@@ -161,3 +161,55 @@ TEST_F(CliPlan, BadInputIsRefusedWithTheFieldAndNothingIsWritten)
   for (const char* d : {"x", "y", "z"})
     EXPECT_FALSE(fs::exists(dir_ / d / "plan.csv")) << d;
 }
+
+TEST_F(CliPlan, SweepsAndSearchesWithPartsPriceEveryPoint)
+{
+  // The built-in catalogue's figures (data/catalogue/parts.yaml): host and GPU $30,000 each, QM9700 $13,542, twin-port
+  // SR4 transceiver $732; fibers and DACs unpriced.
+  const auto capex = [](int nodes) {
+    // Rail-optimized, `nodes` <= 4: 8 rail leaves of `nodes` + 32 ports, 32 logical spines of 8 ports built 8 to a
+    // switch (4); the NIC cables copper (a leaf's nodes are one rack of 4); 8 x 32 leaf-spine fibers, 2 per cage.
+    const double switches = 8 + 4, transceivers = 8 * 32 / 2 + 4 * 64 / 2;
+    return nodes * 30000.0 + nodes * 8 * 30000.0 + switches * 13542 + transceivers * 732;
+  };
+  write("sweep.yaml", "base: base.yaml\n"
+                      "parts: {gpu: h100_sxm}\n"
+                      "axes:\n"
+                      "  - {key: cluster.nodes, values: [2, 4], name: nodes}\n"
+                      "derived:\n"
+                      "  - {key: workload.parallel.dp, expr: \"nodes\"}\n");
+  CliResult r = run("sweep sweep.yaml --out s -j 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = csv_rows(dir_ / "s" / "results.csv");
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_NEAR(num(rows[0].at("capex_usd")), capex(2), 1e-6);
+  EXPECT_NEAR(num(rows[1].at("capex_usd")), capex(4), 1e-6);
+  EXPECT_NEAR(num(rows[1].at("facility_power_kw")), num(rows[1].at("it_power_kw")) * 1.25, 1e-9);
+  EXPECT_FALSE(rows[0].at("step_time_s").empty()); // the metrics are still there, the cost after them
+
+  write("search.yaml", "base: base.yaml\n"
+                       "parts: {gpu: h100_sxm}\n"
+                       "gpus: [16, 32]\n"
+                       "space: {tp: [8], pp: [1, 2]}\n");
+  r = run("search search.yaml --out q");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Pareto front against capex"), std::string::npos) << r.output;
+  const auto cands = csv_rows(dir_ / "q" / "search.csv");
+  int front = 0;
+  for (const auto& c : cands) {
+    if (c.at("status") != "ok") continue;
+    const int gpus = std::stoi(c.at("gpus"));
+    EXPECT_NEAR(num(c.at("capex_usd")), capex(gpus / 8), 1e-6);
+    // On the front exactly when no other ranked layout is as cheap and as fast and better in one.
+    bool dominated = false;
+    for (const auto& d : cands)
+      if (&d != &c && d.at("status") == "ok") {
+        const double dc = num(d.at("capex_usd")), cc = num(c.at("capex_usd"));
+        const double dt = num(d.at("step_time_s")), ct = num(c.at("step_time_s"));
+        dominated = dominated || (dc <= cc && dt <= ct && (dc < cc || dt < ct));
+      }
+    EXPECT_EQ(c.at("pareto_cost"), dominated ? "no" : "yes") << c.at("point");
+    front += !dominated;
+  }
+  EXPECT_GE(front, 1);
+}

@@ -11,6 +11,7 @@
 #include "railyard/topologies/topology.hpp"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,6 +98,22 @@ struct Bom {
 
 /// The bill of materials of a topology as built (a failure in the cluster section does not remove parts).
 Bom bill_of_materials(const topo::Topology& topology, const Catalogue& catalogue, const ClusterParts& parts);
+
+/// How a sweep or a search prices its points: the catalogue and the parts of their clusters.
+struct CostSpec {
+  Catalogue catalogue;
+  ClusterParts parts;
+  double depreciation_years = 4;
+};
+
+/// A study file's `parts:` (as a plan cluster's), `catalogue:` (relative to `file`) and `depreciation_years:`; null
+/// when it has no `parts:`.
+std::shared_ptr<const CostSpec> read_cost_spec(const YamlNode& root, const std::string& file);
+
+/// A point's cost columns: capex_usd, it_power_kw, facility_power_kw, usd_per_gpu_hour, from the cluster of its
+/// scenario (YAML text; failures left out: what is down is still bought). InputError when the parts do not fit it.
+std::vector<std::pair<std::string, std::string>> cost_metrics(const CostSpec& cost, const std::string& scenario_yaml,
+                                                              const std::string& name);
 
 /// A plan file.
 struct PlanCluster {

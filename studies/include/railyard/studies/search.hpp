@@ -16,7 +16,8 @@
 // dp is derived: gpus / (tp x pp x cp). Every combination is a point. Pass 1 runs each point's memory model alone
 // (railyard run --memory-only); the layouts that do not fit are reported with their breakdown and not simulated;
 // pass 2 simulates the others; they are ranked by step time, with the Pareto front of step time against GPUs when
-// several GPU counts are searched.
+// several GPU counts are searched. With `parts:` (and optionally `catalogue:`, as a plan's cluster has them) every
+// layout also gets its cluster's capex and cost per GPU-hour, and the Pareto front of step time against capex.
 #pragma once
 
 #include "railyard/studies/sweep.hpp"
@@ -46,8 +47,10 @@ struct Candidate {
   std::string reason;              ///< why it is not ranked (the memory breakdown, the scenario's message)
   double step_time_s = 0, mfu = 0, model_tflops_per_gpu = 0, peak_memory_bytes = 0, capacity_bytes = 0;
   std::string memory_breakdown;
-  int rank = 0;        ///< 1 = fastest; 0 when not ranked
-  bool pareto = false; ///< on the front of step time against GPUs
+  int rank = 0;                               ///< 1 = fastest; 0 when not ranked
+  bool pareto = false;                        ///< on the front of step time against GPUs
+  double capex_usd = 0, usd_per_gpu_hour = 0; ///< with parts: the cluster's cost (plan.hpp); 0 when not priced
+  bool pareto_cost = false;                   ///< with parts: on the front of step time against capex
 };
 
 struct SearchOutcome {

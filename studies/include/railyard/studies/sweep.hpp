@@ -28,12 +28,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 namespace railyard::studies {
+
+struct CostSpec; // plan.hpp: the catalogue and parts a study prices its points with
 
 /// One dimension of a sweep: one key and its values, or several keys zipped (values[k][i] goes with values[j][i]).
 struct SweepAxis {
@@ -57,6 +60,9 @@ struct SweepSpec {
   YAML::Node base;
   std::vector<SweepAxis> axes;
   std::vector<DerivedKey> derived;
+  /// `parts:` (and `catalogue:`, `depreciation_years:`) given: every point's row gets its cluster's capex_usd,
+  /// it_power_kw, facility_power_kw and usd_per_gpu_hour (plan.hpp); null otherwise.
+  std::shared_ptr<const CostSpec> cost;
   /// Every axis and derived key, in the order of the results table's columns.
   [[nodiscard]] std::vector<std::string> columns() const;
   [[nodiscard]] std::size_t points() const;
