@@ -17,6 +17,7 @@ void add_calibrate_command(CLI::App& app, Action* action);
 void add_nccl_tests_command(CLI::App& app, Action* action);
 void add_sweep_command(CLI::App& app, Action* action);
 void add_search_command(CLI::App& app, Action* action);
+void add_report_command(CLI::App& app, Action* action);
 void add_plan_command(CLI::App& app, Action* action);
 
 } // namespace railyard::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv)
   railyard::cli::add_nccl_tests_command(app, &action);
   railyard::cli::add_sweep_command(app, &action);
   railyard::cli::add_search_command(app, &action);
+  railyard::cli::add_report_command(app, &action);
   railyard::cli::add_plan_command(app, &action);
   try {
     app.parse(argc, argv);

@@ -17,11 +17,16 @@ PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libboost-graph-dev lib
           libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev protobuf-compiler zlib1g-dev
           libarchive-dev libmuparser-dev python3 clang-14 libclang-rt-14-dev
           python3-matplotlib python3-pandas # the notebook tests (examples/CMakeLists.txt) draw their PNGs
-          slurm-wlm munge)   # the sweep's Slurm test starts a single-node cluster (tests/slurm/)
+          slurm-wlm munge    # the sweep's Slurm test starts a single-node cluster (tests/slurm/)
+          nodejs npm         # railyard report's chart library comes from the npm registry at build time (studies/)
+          chromium)          # the report pages' browser test (tests/report/) opens them in headless Chromium
+# Packages a command already provides: NodeSource's nodejs ships npm and conflicts with Debian's npm package.
+declare -A PROVIDED_BY=([nodejs]=node [npm]=npm)
 
 install_packages() {
   local missing=()
   for p in "${PACKAGES[@]}"; do
+    [ -n "${PROVIDED_BY[$p]:-}" ] && command -v "${PROVIDED_BY[$p]}" >/dev/null && continue
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
