@@ -48,6 +48,8 @@ RunResult run_scenario(const Scenario& scenario, const RunLimits& limits)
   });
   Footprint& footprint = start.footprint;
   const topo::Topology& topology = start.topology;
+  for (std::size_t i = 0; i < scenario.collectives.size(); ++i) // a node down (cluster.failures.nodes) in a call
+    topology.check_communicator(scenario.collectives[i].call.ranks, fmt::format("collectives[{}]", i));
   ProgressProbe* probe = scenario.sim.progress;
   if (probe) probe->phase = "lowering the calls";
   RunResult result;

@@ -560,6 +560,8 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   // Before it is replayed: its ops, and the actors SimGrid would need (flows: one per stream of every rank, one per
   // dependency-ordered op, one proxy per rank; the event loop of analytical and ideal needs none).
   const workloads::Workload& w = result.workload;
+  for (const auto& c : w.communicators) // a node down (cluster.failures.nodes) in a communicator
+    topology.check_communicator(c.ranks, "communicator " + c.name);
   std::vector<std::size_t> actors_of_graph(w.graphs.size(), 0);
   const bool actors = options.comm == CommModel::Flows || !options.discrete_events;
   if (actors)

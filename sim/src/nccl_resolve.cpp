@@ -336,7 +336,14 @@ HopLatencies hop_latencies(const topo::Topology& topology)
   const int per_node = topology.gpus_per_node();
   const bool pxn = true;
   if (per_node > 1) h.intra = topology.path_latency(topology.route(0, 1, 0, 0, pxn));
-  if (topology.num_nodes() > 1) h.inter = topology.path_latency(topology.route(0, per_node, 0, 0, pxn));
+  // Between the first two nodes that are up (a node down has no path out: cluster.failures.nodes).
+  int a = 0;
+  while (a < topology.num_nodes() && topology.spec().failures.node_down(a))
+    ++a;
+  int b = a + 1;
+  while (b < topology.num_nodes() && topology.spec().failures.node_down(b))
+    ++b;
+  if (b < topology.num_nodes()) h.inter = topology.path_latency(topology.route(a * per_node, b * per_node, 0, 0, pxn));
   return h;
 }
 

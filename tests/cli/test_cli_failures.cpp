@@ -170,3 +170,32 @@ TEST_F(CliFailures, AStragglerGpuHoldsBackEveryCollectiveItJoins)
     EXPECT_NE(r.output.find("stragglers"), std::string::npos) << r.output;
   }
 }
+
+TEST_F(CliFailures, ANodeDownIsCutOffAndOnlyCommunicatorsWithItAreRefused)
+{
+  const double base = time_with("");
+  ASSERT_GT(base, 0) << last.output;
+  // Node 3 takes no part in the transfer between nodes 0 and 1: the same paths, the same time.
+  const double without3 = time_with("  failures: {nodes: [3]}\n");
+  ASSERT_GT(without3, 0) << last.output;
+  EXPECT_NEAR(without3, base, 1e-9 * base);
+  EXPECT_NE(read_file(dir_ / "o" / "summary.json").find("\"nodes_down\": [\n        3"), std::string::npos)
+      << read_file(dir_ / "o" / "summary.json");
+  // Node 1 receives it: refused, naming the node, two GPUs of the communicator and what to leave out.
+  EXPECT_LT(time_with("  failures: {nodes: [1]}\n"), 0);
+  EXPECT_EQ(last.exit_code, 2) << last.output;
+  EXPECT_NE(last.output.find("node 1 is down"), std::string::npos) << last.output;
+  EXPECT_NE(last.output.find("gpu1.0"), std::string::npos) << last.output;
+  EXPECT_NE(last.output.find("GPUs (8..15)"), std::string::npos) << last.output;
+  // The same on the analytical network (no network: section), and a node the cluster does not have.
+  std::string analytical = std::regex_replace(std::string(kScenario), std::regex("%FAILURES%network: \\{[^}]*\\}\n"),
+                                              "  failures: {nodes: [1]}\n");
+  ASSERT_EQ(analytical.find("fluid"), std::string::npos);
+  write("a.yaml", analytical);
+  CliResult r = run_cli("run a.yaml --out a", "", dir_.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("node 1 is down"), std::string::npos) << r.output;
+  EXPECT_LT(time_with("  failures: {nodes: [4]}\n"), 0);
+  EXPECT_EQ(last.exit_code, 2) << last.output;
+  EXPECT_NE(last.output.find("failures.nodes"), std::string::npos) << last.output;
+}

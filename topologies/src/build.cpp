@@ -83,7 +83,7 @@ public:
   // One cable: the direction from `a` to `b` gets the even id, the way back the odd one.
   void add_cable(VertexId a, VertexId b, LinkKind kind, BytesPerSec bandwidth, Seconds latency)
   {
-    if (!down_.empty() || !degraded_.empty() || !switches_down_.empty()) {
+    if (!down_.empty() || !degraded_.empty() || !switches_down_.empty() || !spec_.failures.nodes.empty()) {
       const std::string k = cable_key(graph_[a].name, graph_[b].name);
       const bool inside = kind == LinkKind::NvLink || kind == LinkKind::Pcie;
       const auto d = down_.find(k);
@@ -92,6 +92,9 @@ public:
         throw InputError(d != down_.end() ? d->second : g->second.second,
                          fmt::format("{} is a cable inside a node (NVLink or PCIe)", k),
                          "fail or degrade the fabric: NIC-leaf and switch-switch cables");
+      const bool node_down = kind == LinkKind::NicLeaf &&
+                             (spec_.failures.node_down(graph_[a].node) || spec_.failures.node_down(graph_[b].node));
+      if (node_down) return;
       if (d != down_.end() || switches_down_.count(graph_[a].name) || switches_down_.count(graph_[b].name)) {
         matched_.insert(k);
         return;

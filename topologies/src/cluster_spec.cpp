@@ -326,7 +326,7 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
   }
 
   if (auto f = cluster.get("failures")) {
-    f->expect_keys({"cables", "switches", "leaf_spine_down", "degraded", "stragglers"});
+    f->expect_keys({"cables", "switches", "leaf_spine_down", "degraded", "stragglers", "nodes"});
     const auto names = [](const YamlNode& list, std::vector<Failures::Named>& out) {
       if (!list.is_sequence()) list.fail("give a list of names", "write e.g. [leaf0-spine1]");
       for (const YamlNode& n : list.items())
@@ -348,6 +348,14 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
               .fail(fmt::format("{} is not a fraction of the rate in (0, 1]", fr),
                     "give e.g. 0.5 for half the rate; a cable that is down goes under cables:");
         s.failures.degraded.push_back({d.at("cable").as_string(), fr, d.where()});
+      }
+    }
+    if (auto v = f->get("nodes")) {
+      if (!v->is_sequence()) v->fail("give a list of node indices", "write nodes: [3]");
+      for (const YamlNode& n : v->items()) {
+        const auto node = static_cast<int>(n.as_int(0, std::max(0, s.nodes - 1), "the cluster's nodes"));
+        if (s.failures.node_down(node)) n.fail(fmt::format("node {} is listed twice", node), "list each node once");
+        s.failures.nodes.push_back({node, n.where()});
       }
     }
     if (auto v = f->get("stragglers")) {

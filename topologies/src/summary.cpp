@@ -181,6 +181,10 @@ nlohmann::ordered_json failures_json(const Failures& f)
   fj["leaf_spine_down"] = f.leaf_spine_down;
   fj["degraded"] = degraded;
   fj["stragglers"] = stragglers;
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (const auto& n : f.nodes)
+    nodes.push_back(n.node);
+  fj["nodes_down"] = nodes;
   return fj;
 }
 

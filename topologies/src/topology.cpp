@@ -252,7 +252,7 @@ std::string Topology::disconnected() const
 {
   if (spec_.kind == ClusterKind::SingleNode || spec_.nodes <= 1) return {};
   for (int g = 0; g < num_gpus(); ++g)
-    if (gpu_links_[g].leaf < 0)
+    if (gpu_links_[g].leaf < 0 && !spec_.failures.node_down(node_of(g))) // a node down is meant to be cut off
       return fmt::format("{} has no cable to a leaf, so {} reaches no other node", graph_[nic_vertex(g)].name,
                          graph_[gpu_vertex(g)].name);
   // Rail-only fabrics join no two leaves (traffic stays on its rail through PXN).
@@ -263,6 +263,24 @@ std::string Topology::disconnected() const
         return fmt::format("no up*/down* path is left from {} to {}", graph_[switch_vertices_[a]].name,
                            graph_[switch_vertices_[b]].name);
   return {};
+}
+
+void Topology::check_communicator(const std::vector<int>& gpus, const std::string& name) const
+{
+  if (spec_.failures.nodes.empty() || gpus.empty()) return;
+  for (int g : gpus) {
+    if (g < 0 || g >= num_gpus()) continue;
+    const Failures::NodeDown* n = spec_.failures.node_down(node_of(g));
+    if (!n) continue;
+    for (int h : gpus)
+      if (h >= 0 && h < num_gpus() && node_of(h) != node_of(g))
+        throw InputError(n->where,
+                         fmt::format("node {} is down (cluster.failures.nodes), and {} joins its {} with {} of node {}",
+                                     n->node, name, graph_[gpu_vertex(g)].name, graph_[gpu_vertex(h)].name, node_of(h)),
+                         fmt::format("leave node {}'s GPUs ({}..{}) out of the collectives' ranks or the jobs' GPUs, "
+                                     "or take the node out of failures.nodes",
+                                     n->node, n->node * spec_.gpus_per_node, (n->node + 1) * spec_.gpus_per_node - 1));
+  }
 }
 
 Path Topology::route(int src, int dst, std::uint64_t flow_key, std::uint64_t seed, bool pxn) const
@@ -286,6 +304,7 @@ Path Topology::route(int src, int dst, std::uint64_t flow_key, std::uint64_t see
     p.push_back(gpu_links_[relay].from_nvswitch);
   }
   const GpuLinks& r = gpu_links_[relay];
+  if (r.leaf < 0 || d.leaf < 0) check_communicator({src, dst}, "a transfer"); // a node down: InputError
   if (r.leaf < 0 || d.leaf < 0)
     throw std::logic_error(fmt::format("GPU {} or GPU {} has no NIC cabled to a leaf", relay, dst));
   p.push_back(r.to_nic);

@@ -51,10 +51,21 @@ struct Failures {
     InputLocation where;
   };
   std::vector<Straggler> stragglers; ///< GPUs that run slow (the replay of a workload applies them)
+  struct NodeDown {
+    int node = 0;
+    InputLocation where;
+  };
+  std::vector<NodeDown> nodes; ///< nodes down: their NIC cables are not built; no communicator may span them
+  [[nodiscard]] const NodeDown* node_down(int node) const
+  {
+    for (const auto& n : nodes)
+      if (n.node == node) return &n;
+    return nullptr;
+  }
   /// Anything that changes the fabric (stragglers do not).
   [[nodiscard]] bool any() const
   {
-    return !cables.empty() || !switches.empty() || leaf_spine_down > 0 || !degraded.empty();
+    return !cables.empty() || !switches.empty() || leaf_spine_down > 0 || !degraded.empty() || !nodes.empty();
   }
 };
 
@@ -184,6 +195,9 @@ public:
   /// Why some GPUs cannot reach each other (a NIC without its leaf cable, two leaves with no up*/down* path left
   /// between them), naming them; empty when every pair is connected.
   [[nodiscard]] std::string disconnected() const;
+  /// Refuses (InputError at the failures.nodes entry) a communicator of these GPUs that joins a node that is down with
+  /// another node; `name` says which communicator it is.
+  void check_communicator(const std::vector<int>& gpus, const std::string& name) const;
   void write_dot(std::ostream& out) const;
 
 private:
