@@ -41,9 +41,25 @@ public:
       lines.push_back(l);
     static const std::regex ranks_re(R"(^\s*\[\s*rank(\d+)\s*~\s*rank(\d+)\s*\]\s*$)");
     std::smatch m;
-    if (lines.empty() || !std::regex_match(lines[0], m, ranks_re))
+    if (lines.empty() || !std::regex_match(lines[0], m, ranks_re)) {
+      // A layer-wise workload (SimAI's, which AICB also writes, or ASTRA-sim 1.0's) starts with its policy instead.
+      static const std::regex policy_re(R"(^\s*(DATA|MODEL|MICRO|HYBRID_\w+)\b.*)");
+      static const std::regex simai_re(R"(\b(all_gpus|ep|vpp|ga|pp):)");
+      if (!lines.empty() && std::regex_match(lines[0], policy_re)) {
+        if (std::regex_search(lines[0], simai_re))
+          fail(1, "trace",
+               "this is a SimAI layer-wise workload (its first line names the parallelism policy and "
+               "SimAI's ep:, pp:, vpp:, ga: or all_gpus:), not an AICB physical workload CSV",
+               "read it with trace: simai");
+        fail(1, "trace",
+             "this is a layer-wise workload (its first line names the parallelism policy), not an AICB "
+             "physical workload CSV",
+             "read it with trace: astrasim1 (or trace: simai when SimAI or AICB wrote it)");
+      }
       fail(1, "ranks", "the first line must be the rank range, as AICB writes it: [rank0 ~ rankN]",
-           "give an AICB physical workload CSV");
+           "give an AICB physical workload CSV (trace: aicb), or name the trace's own kind: simai and astrasim1 "
+           "read layer-wise text, kineto and chakra JSON or protobuf");
+    }
     const int first = integer(m[1], 1, "ranks", 0, kMaxRanks - 1), last = integer(m[2], 1, "ranks", 0, kMaxRanks - 1);
     if (last < first)
       fail(1, "ranks", fmt::format("the rank range [rank{} ~ rank{}] is empty", first, last),

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -174,6 +175,14 @@ private:
         t.push_back(x);
       return t;
     };
+    static const std::regex aicb_re(R"(^\s*\[\s*rank\d+\s*~\s*rank\d+\s*\]\s*$)");
+    if (!lines.empty() && std::regex_match(lines[0], aicb_re))
+      fail(1, "trace", "this is an AICB physical workload CSV (its first line is the rank range [rankA ~ rankB])",
+           "read it with trace: aicb");
+    if (!lines.empty() && lines[0].find_first_not_of(" \t") != std::string::npos &&
+        lines[0][lines[0].find_first_not_of(" \t")] == '{')
+      fail(1, "trace", "this is a JSON trace, not a layer-wise text workload",
+           "read a PyTorch profiler (Kineto) trace with trace: kineto, a Chakra JSON with trace: chakra");
     if (lines.empty() || tokens(lines[0]).empty())
       fail(1, "policy", "the first line must name the parallelism policy",
            "start with DATA, MODEL, HYBRID_... or MICRO");
@@ -306,7 +315,7 @@ private:
     world_ = options_.world_size > 0 ? options_.world_size : h_.all_gpus.value_or(0);
     if (world_ <= 0)
       fail(1, "all_gpus", "the file does not say how many GPUs run it (no all_gpus: in the header) and none was given",
-           "set the workload's GPU count (LayerWorkloadOptions::world_size, `gpus:` in the scenario)");
+           "give the GPU count as workload.world_size: N in the scenario, or all_gpus: N on the file's first line");
     mp_ = options_.model_parallel > 0 ? options_.model_parallel : h_.model_parallel.value_or(0);
     ep_ = h_.ep.value_or(1);
     pp_ = h_.pp.value_or(1);
