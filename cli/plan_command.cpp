@@ -2,7 +2,6 @@
 #include "commands.hpp"
 #include "study_options.hpp"
 
-#include "railyard/common/csv.hpp"
 #include "railyard/common/error.hpp"
 #include "railyard/studies/plan.hpp"
 

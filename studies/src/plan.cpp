@@ -38,7 +38,6 @@ std::optional<double> positive(const YamlNode& n, const char* what)
 ClusterParts read_parts(const std::optional<YamlNode>& p, const InputLocation& cluster_where)
 {
   ClusterParts parts;
-  parts.switches["*"] = "quantum2_qm9700";
   parts.where = cluster_where;
   if (!p) return parts;
   parts.where = p->where();
@@ -77,18 +76,33 @@ YAML::Node point_yaml(const SweepSpec& s)
   return YAML::Load(points.front().yaml);
 }
 
-/// The cluster of a scenario, without its failures (parts that are down are still bought). Messages name the scenario
-/// file and its lines when no `set:` key changed it.
-topo::Topology build_cluster(const PlanCluster& pc, const YAML::Node& scenario)
+/// The cluster of a scenario as bought: without its failures (parts that are down are still bought).
+topo::Topology cluster_as_bought(const YamlNode& scenario)
 {
-  const YamlNode root = pc.scenario.axes.empty()
-                            ? YamlNode::load_file(pc.scenario.base_file)
-                            : YamlNode::load_string(YAML::Dump(scenario), pc.scenario.base_file + " with the plan's "
-                                                                                                  "set: keys");
-  const YamlNode c = root.at("cluster");
+  const YamlNode c = scenario.at("cluster");
   topo::ClusterSpec spec = topo::parse_cluster(c);
   spec.failures = {};
   return topo::build_topology(spec, c.where());
+}
+
+/// A plan cluster's scenario as bought. Messages name the scenario file and its lines when no `set:` key changed it.
+topo::Topology cluster_as_bought(const PlanCluster& pc, const YAML::Node& scenario)
+{
+  return cluster_as_bought(
+      pc.scenario.axes.empty()
+          ? YamlNode::load_file(pc.scenario.base_file)
+          : YamlNode::load_string(YAML::Dump(scenario), pc.scenario.base_file + " with the plan's set: keys"));
+}
+
+/// IT power at nameplate x the share drawn while training x PUE.
+double facility_power_w(const Bom& bom, const Facility& fac)
+{
+  return bom.it_power_w * fac.power_fraction * fac.pue;
+}
+
+nlohmann::ordered_json opt_json(const std::optional<double>& v)
+{
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
 
 std::optional<double> generated_tokens_per_step(const YAML::Node& scenario)
@@ -135,7 +149,7 @@ Catalogue study_catalogue(const YamlNode& root, const std::string& path)
 double usd_per_gpu_hour(const Bom& bom, const Facility& fac, double depreciation_years)
 {
   return (bom.capex_usd / (depreciation_years * kSecondsPerYear / 3600) +
-          bom.it_power_w / 1000 * fac.power_fraction * fac.pue * fac.electricity_usd_per_kwh) /
+          facility_power_w(bom, fac) / 1000 * fac.electricity_usd_per_kwh) /
          static_cast<double>(bom.gpus);
 }
 
@@ -161,15 +175,12 @@ std::shared_ptr<const CostSpec> read_cost_spec(const YamlNode& root, const std::
 std::vector<std::pair<std::string, std::string>> cost_metrics(const CostSpec& cost, const std::string& scenario_yaml,
                                                               const std::string& name)
 {
-  const YamlNode root = YamlNode::load_string(scenario_yaml, name);
-  const YamlNode c = root.at("cluster");
-  topo::ClusterSpec spec = topo::parse_cluster(c);
-  spec.failures = {};
-  const Bom bom = bill_of_materials(topo::build_topology(spec, c.where()), cost.catalogue, cost.parts);
+  const Bom bom =
+      bill_of_materials(cluster_as_bought(YamlNode::load_string(scenario_yaml, name)), cost.catalogue, cost.parts);
   const Facility& fac = cost.catalogue.facility;
   return {{"capex_usd", shortest_number(bom.capex_usd)},
           {"it_power_kw", shortest_number(bom.it_power_w / 1000)},
-          {"facility_power_kw", shortest_number(bom.it_power_w / 1000 * fac.power_fraction * fac.pue)},
+          {"facility_power_kw", shortest_number(facility_power_w(bom, fac) / 1000)},
           {"usd_per_gpu_hour", shortest_number(usd_per_gpu_hour(bom, fac, cost.depreciation_years))}};
 }
 
@@ -235,8 +246,8 @@ PlanOutcome run_plan(const PlanSpec& spec, const SweepRunOptions& options, bool 
     row.cluster = pc.name;
     row.scenario = pc.scenario.base_file;
     const YAML::Node scenario = point_yaml(pc.scenario);
-    row.bom = bill_of_materials(build_cluster(pc, scenario), spec.catalogue, pc.parts);
-    row.facility_power_w = row.bom.it_power_w * fac.power_fraction * fac.pue;
+    row.bom = bill_of_materials(cluster_as_bought(pc, scenario), spec.catalogue, pc.parts);
+    row.facility_power_w = facility_power_w(row.bom, fac);
     row.tokens_per_step = pc.tokens_per_step ? pc.tokens_per_step : generated_tokens_per_step(scenario);
     row.step_time_s = pc.step_time_s;
     if (!row.step_time_s && !bom_only) {
@@ -332,10 +343,10 @@ PlanOutcome run_plan(const PlanSpec& spec, const SweepRunOptions& options, bool 
       b["part"] = l.part;
       b["description"] = l.description;
       b["count"] = l.count;
-      b["unit_price_usd"] = l.unit_price_usd ? nlohmann::ordered_json(*l.unit_price_usd) : nullptr;
-      b["unit_power_w"] = l.unit_power_w ? nlohmann::ordered_json(*l.unit_power_w) : nullptr;
-      b["price_usd"] = l.price_usd() ? nlohmann::ordered_json(*l.price_usd()) : nullptr;
-      b["power_w"] = l.power_w() ? nlohmann::ordered_json(*l.power_w()) : nullptr;
+      b["unit_price_usd"] = opt_json(l.unit_price_usd);
+      b["unit_power_w"] = opt_json(l.unit_power_w);
+      b["price_usd"] = opt_json(l.price_usd());
+      b["power_w"] = opt_json(l.power_w());
       b["note"] = l.note;
       const Part& p = spec.catalogue.parts.at(l.part);
       if (l.unit_price_usd) used_sources.insert(p.price_source);
@@ -349,9 +360,9 @@ PlanOutcome run_plan(const PlanSpec& spec, const SweepRunOptions& options, bool 
                    {"facility_power_w", r.facility_power_w}, {"usd_per_gpu_hour", r.usd_per_gpu_hour},
                    {"unpriced_parts", r.bom.unpriced},       {"unpowered_parts", r.bom.unpowered}};
     nlohmann::ordered_json tr;
-    tr["step_time_s"] = r.step_time_s ? nlohmann::ordered_json(*r.step_time_s) : nullptr;
-    tr["mfu"] = r.mfu ? nlohmann::ordered_json(*r.mfu) : nullptr;
-    tr["tokens_per_step"] = r.tokens_per_step ? nlohmann::ordered_json(*r.tokens_per_step) : nullptr;
+    tr["step_time_s"] = opt_json(r.step_time_s);
+    tr["mfu"] = opt_json(r.mfu);
+    tr["tokens_per_step"] = opt_json(r.tokens_per_step);
     if (training && r.train_s > 0) {
       tr["tokens"] = spec.tokens;
       tr["steps"] = r.steps;

@@ -54,6 +54,7 @@ const Part& find_part(const Catalogue& c, const std::string& id, const char* cat
 
 struct PhysicalSwitch {
   std::string family;
+  const Part* part = nullptr; ///< the catalogue part the tier is built of
   long long ports_used = 0;
   std::map<Reach, long long> optical; ///< optical ports by reach class
 };
@@ -103,8 +104,8 @@ Bom bill_of_materials(const topo::Topology& t, const Catalogue& c, const Cluster
     }
     for (const auto& [key, members] : by_family) {
       const std::string& family = key.first;
-      const auto sw = parts.switches.count(family) ? parts.switches.at(family) : parts.switches.at("*");
-      const Part& part = find_part(c, sw, "switch", parts, "switch");
+      const Part& part = find_part(c, parts.switches.count(family) ? parts.switches.at(family) : parts.switches.at("*"),
+                                   "switch", parts, "switch");
       long long most = 0;
       bool same = true;
       for (const auto& [v, ports] : members) {
@@ -120,7 +121,7 @@ Bom bill_of_materials(const topo::Topology& t, const Catalogue& c, const Cluster
       long long k = 1;
       if (parts.merge_spines && key.second != -2 && same && most > 0 && 2 * most <= part.ports) k = part.ports / most;
       for (std::size_t i = 0; i < members.size(); ++i) {
-        if (i % static_cast<std::size_t>(k) == 0) physical.push_back({family, 0, {}});
+        if (i % static_cast<std::size_t>(k) == 0) physical.push_back({family, &part, 0, {}});
         physical_of[members[i].first] = physical.size() - 1;
         physical.back().ports_used += members[i].second;
       }
@@ -140,13 +141,11 @@ Bom bill_of_materials(const topo::Topology& t, const Catalogue& c, const Cluster
     const double gbps = l.bandwidth.bytes_per_sec() * 8 / 1e9;
     for (topo::VertexId end : {a, b})
       if (topo::is_fabric_switch(t.vertex(end).kind)) {
-        const std::string& family = physical[physical_of[end]].family;
-        const auto sw = parts.switches.count(family) ? parts.switches.at(family) : parts.switches.at("*");
-        const Part& part = c.parts.at(sw);
-        if (part.port_gbps > 0 && gbps > part.port_gbps * (1 + 1e-9))
+        const PhysicalSwitch& sw = physical[physical_of[end]];
+        if (sw.part->port_gbps > 0 && gbps > sw.part->port_gbps * (1 + 1e-9))
           throw InputError(at,
-                           fmt::format("{} links run at {:g} Gb/s; '{}' ports run at {:g} Gb/s", family, gbps, part.id,
-                                       part.port_gbps),
+                           fmt::format("{} links run at {:g} Gb/s; '{}' ports run at {:g} Gb/s", sw.family, gbps,
+                                       sw.part->id, sw.part->port_gbps),
                            "name a faster switch, or slow the cluster's links");
       }
     if (r == Reach::Rack) {
@@ -165,17 +164,20 @@ Bom bill_of_materials(const topo::Topology& t, const Catalogue& c, const Cluster
   std::map<Reach, long long> transceivers;
   for (const auto& [key, ports] : node_optical)
     transceivers[key.second] += ceil_div(ports, host.nic_ports_per_transceiver);
-  for (const PhysicalSwitch& p : physical) {
-    const auto sw = parts.switches.count(p.family) ? parts.switches.at(p.family) : parts.switches.at("*");
-    const Part& part = c.parts.at(sw);
+  for (const PhysicalSwitch& p : physical)
     for (const auto& [r, ports] : p.optical)
-      transceivers[r] += ceil_div(ports, part.ports_per_transceiver);
-  }
+      transceivers[r] += ceil_div(ports, p.part->ports_per_transceiver);
 
   // The lines.
-  const auto add = [&](const Part& p, long long count, std::string note) {
+  const auto add = [&](const Part& p, long long count, std::string note, std::string category = {}) {
     if (count == 0) return;
-    BomLine line{p.category, p.id, p.description, count, p.price_usd, p.power_w, std::move(note)};
+    BomLine line{category.empty() ? p.category : std::move(category),
+                 p.id,
+                 p.description,
+                 count,
+                 p.price_usd,
+                 p.power_w,
+                 std::move(note)};
     bom.lines.push_back(line);
     if (line.price_usd())
       bom.capex_usd += *line.price_usd();
@@ -191,22 +193,24 @@ Bom bill_of_materials(const topo::Topology& t, const Catalogue& c, const Cluster
                   "power)",
                   bom.nodes, spec.gpus_per_node, spec.nics_of_node()));
   add(gpu, bom.gpus, fmt::format("{} per node", spec.gpus_per_node));
-  std::map<std::string, std::pair<long long, long long>> tier_counts; // family -> (switches, ports used)
+  struct Tier {
+    const Part* part = nullptr;
+    long long switches = 0, ports_used = 0;
+  };
+  std::map<std::string, Tier> tiers; // by family
   for (const PhysicalSwitch& p : physical) {
-    auto& [n, ports] = tier_counts[p.family];
-    ++n;
-    ports += p.ports_used;
+    Tier& t = tiers[p.family];
+    t.part = p.part;
+    ++t.switches;
+    t.ports_used += p.ports_used;
   }
-  for (const auto& [family, counts] : tier_counts) {
-    const auto sw = parts.switches.count(family) ? parts.switches.at(family) : parts.switches.at("*");
-    const Part& part = c.parts.at(sw);
-    bom.switches += counts.first;
-    bom.switches_by_tier[family] = counts.first;
-    BomLine line;
-    add(part, counts.first,
-        fmt::format("{} switches: {} of their {} ports in use", family, counts.second,
-                    counts.first * static_cast<long long>(part.ports)));
-    if (!bom.lines.empty() && bom.lines.back().part == part.id) bom.lines.back().category = "switch (" + family + ")";
+  for (const auto& [family, tier] : tiers) {
+    bom.switches += tier.switches;
+    bom.switches_by_tier[family] = tier.switches;
+    add(*tier.part, tier.switches,
+        fmt::format("{} switches: {} of their {} ports in use", family, tier.ports_used,
+                    tier.switches * static_cast<long long>(tier.part->ports)),
+        "switch (" + family + ")");
   }
   for (Reach r : {Reach::Rack, Reach::Row, Reach::Hall}) {
     if (transceivers[r] > 0) {

@@ -232,17 +232,18 @@ SearchOutcome run_search(const SearchSpec& spec, const SweepRunOptions& options)
     o.not_a_layout += c.status == "not_a_layout";
     o.failed += c.status == "failed";
   }
+  // On the Pareto front of step time against `cost` (GPUs, or capex where the layouts are priced): no other ranked
+  // layout is as fast and as cheap, and better in one.
+  const auto on_front = [&](const Candidate& c, auto cost) {
+    return std::none_of(o.candidates.begin(), o.candidates.end(), [&](const Candidate& d) {
+      return d.status == "ok" && &d != &c && cost(d) > 0 && cost(d) <= cost(c) && d.step_time_s <= c.step_time_s &&
+             (cost(d) < cost(c) || d.step_time_s < c.step_time_s);
+    });
+  };
   for (Candidate& c : o.candidates) {
     if (c.status != "ok") continue;
-    c.pareto = std::none_of(o.candidates.begin(), o.candidates.end(), [&](const Candidate& d) {
-      return d.status == "ok" && &d != &c && d.gpus <= c.gpus && d.step_time_s <= c.step_time_s &&
-             (d.gpus < c.gpus || d.step_time_s < c.step_time_s);
-    });
-    if (s.sweep.cost && c.capex_usd > 0)
-      c.pareto_cost = std::none_of(o.candidates.begin(), o.candidates.end(), [&](const Candidate& d) {
-        return d.status == "ok" && &d != &c && d.capex_usd > 0 && d.capex_usd <= c.capex_usd &&
-               d.step_time_s <= c.step_time_s && (d.capex_usd < c.capex_usd || d.step_time_s < c.step_time_s);
-      });
+    c.pareto = on_front(c, [](const Candidate& x) { return static_cast<double>(x.gpus); });
+    if (s.sweep.cost && c.capex_usd > 0) c.pareto_cost = on_front(c, [](const Candidate& x) { return x.capex_usd; });
   }
   o.table = (out / "search.csv").string();
   write_file_replacing(out / "search.csv", [&](std::ostream& os) {

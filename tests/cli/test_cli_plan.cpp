@@ -100,7 +100,9 @@ TEST_F(CliPlan, BillOfMaterialsAndTheCostToTrain)
     if (line.at("cluster") != "rail" || line.at("price_usd").empty()) continue;
     EXPECT_NEAR(num(line.at("price_usd")), num(line.at("count")) * num(line.at("unit_price_usd")), 1e-6);
     sum += num(line.at("price_usd"));
-    if (line.at("part") == "h100_sxm") EXPECT_EQ(line.at("count"), "16");
+    if (line.at("part") == "h100_sxm") {
+      EXPECT_EQ(line.at("count"), "16");
+    }
   }
   EXPECT_NEAR(sum, capex, 1e-6 * capex);
   // plan.json carries the sources of the figures it used.
@@ -108,11 +110,20 @@ TEST_F(CliPlan, BillOfMaterialsAndTheCostToTrain)
   EXPECT_TRUE(j.at("sources").contains("hf_hardware_h100"));
   EXPECT_EQ(j.at("clusters").size(), 2U);
 
-  // Run again: the cluster's step is reused, the tables are the same.
+  // Run again: the cluster's step is reused (--progress says so), the tables are the same.
   const std::string before = read_file(dir_ / "o" / "plan.csv");
-  const CliResult again = run("plan plan.yaml --out o");
+  const CliResult again = run("plan plan.yaml --out o --progress");
   ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("sweep rail: 1/1 points done (1 reused)"), std::string::npos) << again.output;
   EXPECT_EQ(read_file(dir_ / "o" / "plan.csv"), before);
+  // --max-memory reaches the cluster's run: refused there, the plan lists it as failed (exit 1), the other complete.
+  const CliResult small = run("plan plan.yaml --out m --max-memory '1 KiB'");
+  EXPECT_EQ(small.exit_code, 1) << small.output;
+  const auto m = csv_rows(dir_ / "m" / "plan.csv");
+  ASSERT_EQ(m.size(), 2U);
+  EXPECT_EQ(m[0].at("status"), "failed");
+  EXPECT_NE(m[0].at("error").find("--max-memory"), std::string::npos) << m[0].at("error");
+  EXPECT_EQ(m[1].at("status"), "ok"); // its step was given
 }
 
 TEST_F(CliPlan, AUsersCatalogueReplacesFiguresAndBomOnlySimulatesNothing)

@@ -176,8 +176,12 @@ TEST(PlanCatalogue, TheBuiltInCatalogueSourcesEveryFigure)
   const Catalogue c = builtin_catalogue();
   EXPECT_EQ(c.currency, "USD");
   for (const auto& [id, p] : c.parts) {
-    if (p.price_usd) EXPECT_TRUE(c.sources.count(p.price_source)) << id;
-    if (p.power_w) EXPECT_TRUE(c.sources.count(p.power_source)) << id;
+    if (p.price_usd) {
+      EXPECT_TRUE(c.sources.count(p.price_source)) << id;
+    }
+    if (p.power_w) {
+      EXPECT_TRUE(c.sources.count(p.power_source)) << id;
+    }
   }
   for (const auto& [id, s] : c.sources)
     EXPECT_FALSE(s.accessed.empty() && s.published.empty()) << id;

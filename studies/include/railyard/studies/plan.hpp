@@ -62,7 +62,8 @@ Catalogue parse_catalogue(const std::string& text, const std::string& name);
 /// How a cluster is built from catalogue parts.
 struct ClusterParts {
   std::string gpu = "h100_sxm", host = "hgx_8gpu_host";
-  std::map<std::string, std::string> switches;       ///< by tier family (leaf, spine, agg, core); "*" for every tier
+  /// By tier family (leaf, spine, agg, core); "*" for every tier not named.
+  std::map<std::string, std::string> switches = {{"*", "quantum2_qm9700"}};
   std::string transceiver_short = "osfp_800g_2xsr4"; ///< optical links within a row (NIC-leaf, leaf-spine)
   std::string transceiver_long = "osfp_800g_2xdr4";  ///< links across the hall (aggregation-core)
   std::string dac = "dac_400g", fiber = "mpo12_fiber";
