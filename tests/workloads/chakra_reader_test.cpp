@@ -4,6 +4,8 @@
 
 #include "et_def.pb.h"
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
@@ -14,6 +16,8 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 using namespace railyard;
@@ -452,4 +456,398 @@ TEST(ChakraReader, PrefixTooLongOrRankBeyondAnIntIsRefused)
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().file, (t.dir / "all_reduce.99999999999.et").string()) << e.what();
   }
+}
+
+// ---- A real PyTorch-collected trace: mlcommons/chakra's feeder_tests_trace.tar.gz (tests/data/traces/README.md) ----
+//
+// Expected numbers come from the README (3,664 nodes: 3,643 COMP_NODE, 21 COMM_COLL_NODE; 5 AllReduce and 2 Broadcast
+// on the GPU) and from decoding the archive's member here with libarchive and the generated protobuf classes, never
+// from read_chakra.
+namespace {
+
+const std::string kFeeder = kChakra + "/chakra_feeder_tests/feeder_tests_trace.tar.gz";
+const std::string kFeederMember = "tests/data/chakra.0.et";
+
+// The bytes of one member of a tar archive (any compression libarchive reads); empty when it is not there.
+std::string archive_member(const std::string& archive_path, const std::string& member)
+{
+  std::string out;
+  archive* a = archive_read_new();
+  archive_read_support_filter_all(a);
+  archive_read_support_format_all(a);
+  if (archive_read_open_filename(a, archive_path.c_str(), 1 << 16) == ARCHIVE_OK) {
+    archive_entry* e = nullptr;
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+      if (archive_entry_pathname(e) != member) continue;
+      char buf[1 << 16];
+      la_ssize_t n;
+      while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
+        out.append(buf, static_cast<std::size_t>(n));
+      break;
+    }
+  }
+  archive_read_free(a);
+  return out;
+}
+
+// Writes a .tar.gz of `members` (name, bytes).
+void write_tgz(const fs::path& path, const std::vector<std::pair<std::string, std::string>>& members)
+{
+  archive* a = archive_write_new();
+  archive_write_add_filter_gzip(a);
+  archive_write_set_format_pax_restricted(a);
+  archive_write_open_filename(a, path.c_str());
+  for (const auto& [name, bytes] : members) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_size(e, static_cast<la_int64_t>(bytes.size()));
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_write_header(a, e);
+    archive_write_data(a, bytes.data(), bytes.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+}
+
+bool bool_attr(const ChakraProtoMsg::Node& n, const std::string& name)
+{
+  for (const auto& a : n.attr())
+    if (a.name() == name) return a.bool_val();
+  return false;
+}
+
+bool has_attr(const ChakraProtoMsg::Node& n, const std::string& name)
+{
+  for (const auto& a : n.attr())
+    if (a.name() == name) return true;
+  return false;
+}
+
+const Decoded& feeder_trace()
+{
+  static const Decoded d = decode(archive_member(kFeeder, kFeederMember));
+  return d;
+}
+
+// What the ctrl_deps of a decoded file hold, counted plainly: entries naming an id not in the file, self-loops, and
+// groups of two or more nodes that reach one another through ctrl_deps (found by reachability from every node).
+struct ParentLinkCounts {
+  int links = 0, dangling = 0, self_loops = 0, cycles = 0;
+  std::uint64_t first_dangling_node = 0, first_dangling_parent = 0;
+};
+
+ParentLinkCounts count_parent_links(const Decoded& d)
+{
+  ParentLinkCounts c;
+  std::map<std::uint64_t, std::size_t> at;
+  for (std::size_t i = 0; i < d.nodes.size(); ++i)
+    at[d.nodes[i].id()] = i;
+  const std::size_t n = d.nodes.size();
+  std::vector<std::vector<std::size_t>> up(n), down(n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::uint64_t p : d.nodes[i].ctrl_deps()) {
+      ++c.links;
+      if (!at.count(p)) {
+        if (c.dangling++ == 0) {
+          c.first_dangling_node = d.nodes[i].id();
+          c.first_dangling_parent = p;
+        }
+      } else if (at[p] == i) {
+        ++c.self_loops;
+      } else {
+        up[i].push_back(at[p]);
+        down[at[p]].push_back(i);
+      }
+    }
+  const auto reach = [&](std::size_t s, const std::vector<std::vector<std::size_t>>& adj) {
+    std::vector<bool> seen(n, false);
+    std::vector<std::size_t> todo{s};
+    seen[s] = true;
+    while (!todo.empty()) {
+      const std::size_t v = todo.back();
+      todo.pop_back();
+      for (std::size_t w : adj[v])
+        if (!seen[w]) {
+          seen[w] = true;
+          todo.push_back(w);
+        }
+    }
+    return seen;
+  };
+  std::vector<bool> counted(n, false);
+  for (std::size_t s = 0; s < n; ++s) {
+    if (counted[s] || up[s].empty()) continue;
+    const auto fwd = reach(s, up), back = reach(s, down);
+    std::size_t members = 0;
+    for (std::size_t v = 0; v < n; ++v)
+      if (fwd[v] && back[v]) {
+        counted[v] = true;
+        ++members;
+      }
+    if (members > 1) ++c.cycles;
+  }
+  return c;
+}
+
+} // namespace
+
+TEST(ChakraPyTorchTrace, DecodesToTheReadmeCounts)
+{
+  // The README's numbers, checked on the decoded file first, so that the tests below may count from the file.
+  const Decoded& d = feeder_trace();
+  ASSERT_EQ(d.nodes.size(), 3664u);
+  std::map<int, int> types, gpu_kinds;
+  int host_comm = 0;
+  for (const auto& n : d.nodes) {
+    ++types[n.type()];
+    if (n.type() != ChakraProtoMsg::COMM_COLL_NODE) continue;
+    if (bool_attr(n, "is_cpu_op")) {
+      ++host_comm;
+      EXPECT_FALSE(has_attr(n, "comm_type")) << "node " << n.id(); // the README: c10d:: nodes carry no comm_type
+      EXPECT_EQ(n.name().rfind("c10d::", 0), 0u) << n.name();
+    } else {
+      ++gpu_kinds[int_attr(n, "comm_type")];
+    }
+  }
+  EXPECT_EQ(types[ChakraProtoMsg::COMP_NODE], 3643);
+  EXPECT_EQ(types[ChakraProtoMsg::COMM_COLL_NODE], 21);
+  EXPECT_EQ(gpu_kinds[ChakraProtoMsg::ALL_REDUCE], 5);
+  EXPECT_EQ(gpu_kinds[ChakraProtoMsg::BROADCAST], 2);
+  EXPECT_EQ(host_comm, 21 - 5 - 2);
+}
+
+TEST(ChakraPyTorchTrace, ReadsFromTheArchiveInDataDepsOrder)
+{
+  const Decoded& d = feeder_trace();
+  const Workload w = read_chakra(kFeeder);
+  ASSERT_EQ(w.world_size(), 1); // the archive holds chakra.0.et alone: rank 0 (the rank in the member's name)
+  const RankGraph& g = w.graph_of(0);
+  EXPECT_NE(g.source_file().find(kFeederMember), std::string::npos) << g.source_file();
+  ASSERT_EQ(g.size(), d.nodes.size());
+
+  std::map<std::uint64_t, const ChakraProtoMsg::Node*> node_of;
+  for (const auto& n : d.nodes)
+    node_of[n.id()] = &n;
+  std::map<CollectiveKind, int> collectives;
+  int host_comm = 0, computes = 0;
+  std::size_t edges = 0, data_deps = 0;
+  for (const auto& n : d.nodes)
+    data_deps += std::set<std::uint64_t>(n.data_deps().begin(), n.data_deps().end()).size();
+  for (OpId i = 0; i < g.size(); ++i) {
+    const Op& op = g.op(i);
+    ASSERT_TRUE(node_of.count(g.source_id(i)));
+    const ChakraProtoMsg::Node& n = *node_of[g.source_id(i)];
+    const bool cpu = bool_attr(n, "is_cpu_op");
+    // Dependencies are exactly the node's data_deps: its ctrl_deps (caller->callee parents) are not among them.
+    std::set<std::uint64_t> deps;
+    for (OpId dep : g.deps(i)) {
+      EXPECT_LT(dep, i); // ops are in an order that respects every dependency
+      deps.insert(g.source_id(dep));
+    }
+    EXPECT_EQ(deps, std::set<std::uint64_t>(n.data_deps().begin(), n.data_deps().end())) << "node " << n.id();
+    edges += deps.size();
+    ASSERT_TRUE(g.measured_duration(i)) << "node " << n.id();
+    EXPECT_DOUBLE_EQ(g.measured_duration(i)->seconds(), static_cast<double>(n.duration_micros()) * 1e-6);
+    if (n.type() == ChakraProtoMsg::COMM_COLL_NODE && !cpu) {
+      ASSERT_EQ(op.kind, OpKind::Collective) << "node " << n.id();
+      EXPECT_DOUBLE_EQ(op.bytes.bytes(), static_cast<double>(int_attr(n, "comm_size"))); // comm_size as is
+      ++collectives[op.collective()];
+      continue;
+    }
+    // COMP_NODEs, and the host side of communication (is_cpu_op), are compute ops: CPU ones on the CPU stream.
+    ASSERT_EQ(op.kind, OpKind::Compute) << "node " << n.id();
+    EXPECT_EQ(op.stream, StreamId{cpu ? 1 : 0}) << "node " << n.id();
+    if (n.type() == ChakraProtoMsg::COMM_COLL_NODE) {
+      ++host_comm;
+      EXPECT_TRUE(cpu);
+    } else {
+      ++computes;
+    }
+  }
+  EXPECT_EQ(edges, data_deps);
+  EXPECT_EQ(computes, 3643);
+  EXPECT_EQ(host_comm, 14);
+  EXPECT_EQ(collectives[CollectiveKind::AllReduce], 5);
+  EXPECT_EQ(collectives[CollectiveKind::Broadcast], 2);
+  OpCounts c = count_ops(g);
+  EXPECT_EQ(c.compute, 3643u + 14u);
+  EXPECT_EQ(c.collective, 7u);
+}
+
+TEST(ChakraPyTorchTrace, NotesTheParentLinksAndTheHostSideNodes)
+{
+  const ParentLinkCounts c = count_parent_links(feeder_trace());
+  // The README says some ctrl_deps name nodes not in the file and some form cycles and self-loops.
+  ASSERT_GT(c.dangling, 0);
+  ASSERT_GT(c.self_loops, 0);
+  ASSERT_GT(c.cycles, 0);
+  const Workload w = read_chakra(kFeeder);
+  std::string links, host;
+  for (const auto& note : w.notes) {
+    if (has(note, "parent links")) links = note;
+    if (has(note, "CPU-side communication")) host = note;
+  }
+  EXPECT_TRUE(has(links, "schema 1.0.1")) << links;
+  EXPECT_TRUE(has(links, "Of " + std::to_string(c.links) + " ctrl_deps")) << links;
+  EXPECT_TRUE(has(links, std::to_string(c.dangling) + " name nodes not in the file")) << links;
+  EXPECT_TRUE(has(links, "node " + std::to_string(c.first_dangling_node) + " names node " +
+                             std::to_string(c.first_dangling_parent)))
+      << links;
+  EXPECT_TRUE(has(links, std::to_string(c.self_loops) + " are self-loops")) << links;
+  EXPECT_TRUE(has(links, std::to_string(c.cycles) + " cycles run through several nodes")) << links;
+  EXPECT_TRUE(has(host, "14 CPU-side communication nodes")) << host;
+}
+
+// Crafted from the real trace: one dangling data_dep, one data_deps self-loop. Both refused at the node, naming
+// data_deps, the file and the rank; dangling ctrl_deps are not (the real trace has hundreds).
+TEST(ChakraPyTorchTrace, DanglingOrCyclicDataDepsAreRefused)
+{
+  const Decoded& real = feeder_trace();
+  {
+    TempTraceDir t("pytorch_dangling");
+    Decoded d = real;
+    d.nodes[5].add_data_deps(999999);
+    t.write("chakra.0.et", encode(d));
+    try {
+      read_chakra((t.dir / "chakra").string());
+      FAIL() << "a dangling data_dep must not load";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, (t.dir / "chakra.0.et").string());
+      EXPECT_EQ(e.where().field, "rank 0 node " + std::to_string(d.nodes[5].id()));
+      EXPECT_TRUE(has(e.rule(), "through its data_deps")) << e.what();
+      EXPECT_TRUE(has(e.rule(), "node 999999")) << e.what();
+      EXPECT_TRUE(has(e.fix(), "remove 999999 from the data_deps")) << e.what();
+    }
+  }
+  {
+    TempTraceDir t("pytorch_self_loop");
+    Decoded d = real;
+    d.nodes[7].add_data_deps(d.nodes[7].id());
+    t.write("chakra.0.et", encode(d));
+    try {
+      read_chakra((t.dir / "chakra").string());
+      FAIL() << "a data_deps self-loop must not load";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().field, "rank 0 node " + std::to_string(d.nodes[7].id()));
+      EXPECT_TRUE(has(e.rule(), "dependency cycle through data_deps")) << e.what();
+      EXPECT_TRUE(has(e.rule(), "node " + std::to_string(d.nodes[7].id()) + " waits for itself")) << e.what();
+    }
+  }
+}
+
+// The rule for ctrl_deps, both ways, on ASTRA-sim's T3D trace (GlobalMetadata version 0.0.4, no schema attribute):
+// there ctrl_deps are dependencies, so a dangling one is refused naming ctrl_deps and one that closes a cycle with
+// data_deps is a cycle through both; with chakra's PyTorch schema attribute added, the same ctrl_deps are parent
+// links and the trace loads.
+TEST(ChakraReader, CtrlDepsAreDependenciesUnlessTheTraceIsFromPyTorch)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  const ChakraOptions groups{dir + "/comm_group.json"};
+  const auto attempt = [&](const std::string& name, const Decoded& d) -> std::optional<InputError> {
+    TempTraceDir t(name);
+    t.copy_set(dir, "trace", 8);
+    t.write("trace.0.et", encode(d));
+    try {
+      (void)read_chakra((t.dir / "trace").string(), groups);
+    } catch (const InputError& e) {
+      return e;
+    }
+    return std::nullopt;
+  };
+  Decoded dangling = decode(slurp(dir + "/trace.0.et"));
+  ASSERT_EQ(dangling.nodes.size(), 5u);
+  dangling.nodes[2].add_ctrl_deps(99);
+  auto e = attempt("ctrl_dangling", dangling);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->where().field, "rank 0 node " + std::to_string(dangling.nodes[2].id()));
+  EXPECT_TRUE(has(e->rule(), "through its ctrl_deps")) << e->what();
+  EXPECT_TRUE(has(e->rule(), "node 99")) << e->what();
+
+  Decoded cycle = decode(slurp(dir + "/trace.0.et"));
+  cycle.nodes[0].add_ctrl_deps(cycle.nodes[4].id()); // node 1 waits for node 5, which waits (data_deps) for node 1
+  e = attempt("ctrl_cycle", cycle);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(has(e->rule(), "dependency cycle through data_deps and ctrl_deps")) << e->what();
+  EXPECT_TRUE(has(e->rule(), "(ctrl_deps)")) << e->what();
+
+  for (Decoded* d : {&dangling, &cycle}) {
+    auto* schema = d->meta.add_attr();
+    schema->set_name("schema");
+    schema->set_string_val("1.0.1");
+  }
+  EXPECT_FALSE(attempt("ctrl_dangling_pytorch", dangling));
+  EXPECT_FALSE(attempt("ctrl_cycle_pytorch", cycle));
+}
+
+// A COMM_COLL_NODE on the host (is_cpu_op) is a CPU op of its duration, with or without comm_type; one on the GPU
+// without comm_type is refused, naming is_cpu_op as the way to mark a host-side node.
+TEST(ChakraReader, HostSideCommunicationNodes)
+{
+  ChakraProtoMsg::Node host;
+  host.set_id(1);
+  host.set_name("c10d::allreduce_");
+  host.set_type(ChakraProtoMsg::COMM_COLL_NODE);
+  host.set_duration_micros(151);
+  attr(host, "is_cpu_op")->set_bool_val(true);
+  {
+    TempTraceDir t("host_side");
+    Decoded d;
+    d.meta.set_version("0.0.4");
+    d.nodes.push_back(host);
+    t.write("t.0.et", encode(d));
+    const Workload w = read_chakra((t.dir / "t").string());
+    const RankGraph& g = w.graph_of(0);
+    ASSERT_EQ(g.size(), 1u);
+    EXPECT_EQ(g.op(0).kind, OpKind::Compute);
+    EXPECT_EQ(g.op(0).stream, StreamId{1}); // the CPU stream
+    EXPECT_DOUBLE_EQ(g.measured_duration(0)->seconds(), 151e-6);
+  }
+  ChakraProtoMsg::Node gpu = host;
+  gpu.mutable_attr()->Clear();
+  attr(gpu, "is_cpu_op")->set_bool_val(false);
+  const InputError e = read_one("gpu_no_comm_type", gpu);
+  EXPECT_EQ(e.where().field, "rank 0 node 1");
+  EXPECT_TRUE(has(e.rule(), "without a comm_type")) << e.what();
+  EXPECT_TRUE(has(e.fix(), "set is_cpu_op true")) << e.what();
+}
+
+// A .tgz of a trace set reads as the folder does: ranks from the member names, comm_group.json beside them, macOS
+// "._" resource forks skipped. Archives with a gap in the ranks, two trace sets or no trace are refused by name.
+TEST(ChakraReader, ArchivesOfTraceSets)
+{
+  const std::string dir = kChakra + "/astrasim_artifacts_T3D";
+  TempTraceDir t("archives");
+  std::vector<std::pair<std::string, std::string>> members;
+  for (int r = 7; r >= 0; --r) // archive order is not rank order
+    members.emplace_back("T3D/trace." + std::to_string(r) + ".et", slurp(dir + "/trace." + std::to_string(r) + ".et"));
+  members.emplace_back("T3D/comm_group.json", slurp(dir + "/comm_group.json"));
+  members.emplace_back("T3D/._trace.0.et", "a macOS resource fork, not a trace");
+  write_tgz(t.dir / "t3d.tgz", members);
+  const Workload w = read_chakra((t.dir / "t3d.tgz").string());
+  ASSERT_EQ(w.world_size(), 8);
+  EXPECT_EQ(w.communicators.size(), 13u); // comm_group.json's 12 groups and the world, as from the folder
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(w.graph_of(r).source_file(), (t.dir / "t3d.tgz").string() + ":T3D/trace." + std::to_string(r) + ".et");
+    EXPECT_EQ(count_ops(w.graph_of(r)).collective, 3u);
+  }
+
+  const auto refusal = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& m) {
+    write_tgz(t.dir / name, m);
+    try {
+      (void)read_chakra((t.dir / name).string(), ChakraOptions{dir + "/comm_group.json"});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << name << " read without an error";
+    return std::string();
+  };
+  auto gap = members;
+  gap.erase(gap.begin() + 2); // trace.5.et
+  EXPECT_TRUE(has(refusal("gap.tgz", gap), "the trace of rank 5 is missing"));
+  auto two = members;
+  two.emplace_back("other/trace.0.et", members[7].second);
+  EXPECT_TRUE(has(refusal("two.tgz", two), "the archive holds two trace sets"));
+  EXPECT_TRUE(has(refusal("none.tgz", {{"T3D/comm_group.json", members[8].second}}), "holds no Chakra trace"));
 }

@@ -18,6 +18,7 @@
 #include <map>
 #include <queue>
 #include <regex>
+#include <set>
 #include <unordered_map>
 
 namespace railyard::workloads {
@@ -40,8 +41,92 @@ constexpr std::int64_t kMaxRankFiles = 1 << 20;
 
 struct RankFile {
   int rank = 0;
-  std::string path;
+  std::string path;                ///< the file, or "archive.tar.gz:member/prefix.0.et"
+  std::optional<std::string> data; ///< the bytes of an archive member (a plain file is read when its rank is)
 };
+
+// The rank files of a trace set and its comm_group.json: a file's name, and its text when it came from an archive.
+struct TraceSet {
+  std::vector<RankFile> files;
+  std::string comm_group_name;
+  std::optional<std::string> comm_group_text;
+};
+
+bool is_archive(const std::string& path)
+{
+  return detail::ends_with(path, ".tar.gz") || detail::ends_with(path, ".tgz") || detail::ends_with(path, ".tar");
+}
+
+// Ranks 0..n-1 without gaps; `found` maps a rank to its file.
+std::vector<RankFile> contiguous_ranks(std::map<int, RankFile> found, const std::string& prefix)
+{
+  std::vector<RankFile> out;
+  for (auto& [rank, file] : found) {
+    if (rank != static_cast<int>(out.size()))
+      throw InputError(
+          {fmt::format("{}.{}.et", prefix, out.size()), 0, fmt::format("rank {}", out.size())},
+          fmt::format("the trace of rank {} is missing (found up to rank {})", out.size(), found.rbegin()->first),
+          "give one file per rank, numbered from 0 without gaps");
+    out.push_back(std::move(file));
+  }
+  return out;
+}
+
+int rank_of_name(const std::string& digits, const std::string& file)
+{
+  try {
+    return static_cast<int>(parse_integer(digits, 0, kMaxRankFiles - 1));
+  } catch (const std::invalid_argument& e) {
+    throw InputError({file, 0, "rank"}, fmt::format("the rank in the file name: {}", e.what()),
+                     "number the files <prefix>.0.et, <prefix>.1.et, ... one per rank");
+  }
+}
+
+// A .tar, .tar.gz or .tgz holding one trace set: members <prefix>.<rank>.et (the rank from the name, as ASTRA-sim
+// names the files it reads), and comm_group.json beside them if any. macOS "._" resource forks are skipped.
+TraceSet read_archive_set(const std::string& archive)
+{
+  static const std::regex rank_member(R"(^(.*)\.(\d+)\.et$)");
+  auto members = detail::read_archive(archive, {".et", "comm_group.json"});
+  std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  TraceSet set;
+  std::map<int, RankFile> found;
+  std::string prefix;
+  std::vector<detail::ArchiveMember> groups;
+  for (auto& m : members) {
+    std::smatch match;
+    if (detail::ends_with(m.name, "comm_group.json")) {
+      groups.push_back(std::move(m));
+      continue;
+    }
+    if (!std::regex_match(m.name, match, rank_member)) continue; // a .et file without a rank, not part of the set
+    if (prefix.empty()) prefix = match[1];
+    if (match[1] != prefix)
+      throw InputError(
+          {m.name, 0, ""},
+          fmt::format("the archive holds two trace sets, {}.<rank>.et and {}.<rank>.et", prefix, std::string(match[1])),
+          "archive one trace set (the per-rank files of one run) per archive");
+    const int rank = rank_of_name(match[2], m.name);
+    if (found.count(rank))
+      throw InputError({m.name, 0, fmt::format("rank {}", rank)},
+                       fmt::format("rank {} has two files, {} and {}", rank, found[rank].path, m.name),
+                       "keep one file per rank");
+    found[rank] = RankFile{rank, m.name, std::move(m.data)};
+  }
+  if (found.empty())
+    throw InputError({archive, 0, ""}, "the archive holds no Chakra trace (no member named <prefix>.<rank>.et)",
+                     "archive the per-rank files <prefix>.0.et, <prefix>.1.et, ...");
+  set.files = contiguous_ranks(std::move(found), prefix);
+  // comm_group.json in the folder of the traces, as ASTRA-sim's examples keep it (or anywhere, if only one).
+  const std::string folder = prefix.substr(0, prefix.find_last_of('/') + 1);
+  for (auto& g : groups)
+    if (g.name == folder + "comm_group.json" || groups.size() == 1) {
+      set.comm_group_name = g.name;
+      set.comm_group_text = std::move(g.data);
+      break;
+    }
+  return set;
+}
 
 std::vector<RankFile> find_rank_files(const std::string& prefix_in)
 {
@@ -53,7 +138,7 @@ std::vector<RankFile> find_rank_files(const std::string& prefix_in)
   fs::path p(prefix);
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::string base = p.filename().string();
-  std::map<int, std::string> found;
+  std::map<int, RankFile> found;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     if (name.size() <= base.size() + 4 || name.compare(0, base.size() + 1, base + ".") != 0 ||
@@ -62,28 +147,13 @@ std::vector<RankFile> find_rank_files(const std::string& prefix_in)
     std::string digits = name.substr(base.size() + 1, name.size() - base.size() - 4);
     if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
       continue;
-    std::int64_t rank = 0;
-    try {
-      rank = parse_integer(digits, 0, kMaxRankFiles - 1);
-    } catch (const std::invalid_argument& e) {
-      throw InputError({entry.path().string(), 0, "rank"}, fmt::format("the rank in the file name: {}", e.what()),
-                       "number the files <prefix>.0.et, <prefix>.1.et, ... one per rank");
-    }
-    found[static_cast<int>(rank)] = entry.path().string();
+    const int rank = rank_of_name(digits, entry.path().string());
+    found[rank] = RankFile{rank, entry.path().string(), std::nullopt};
   }
   if (ec || found.empty())
     throw InputError({prefix + ".<rank>.et", 0, ""}, "no Chakra trace files found",
-                     "give the prefix of files named <prefix>.0.et, <prefix>.1.et, ...");
-  std::vector<RankFile> out;
-  for (const auto& [rank, path] : found) {
-    if (rank != static_cast<int>(out.size()))
-      throw InputError(
-          {fmt::format("{}.{}.et", prefix, out.size()), 0, fmt::format("rank {}", out.size())},
-          fmt::format("the trace of rank {} is missing (found up to rank {})", out.size(), found.rbegin()->first),
-          "give one file per rank, numbered from 0 without gaps");
-    out.push_back({rank, path});
-  }
-  return out;
+                     "give the prefix of files named <prefix>.0.et, <prefix>.1.et, ..., or a .tar.gz of them");
+  return contiguous_ranks(std::move(found), prefix);
 }
 
 const AttributeProto* find_attr(const Node& n, std::string_view name)
@@ -196,11 +266,34 @@ std::optional<models::CollectiveKind> collective_of(std::int64_t comm_type)
   }
 }
 
+// Which list of a node a dependency came from, to name it in errors.
+enum class DepList : std::uint8_t { Data, Ctrl };
+
+const char* dep_list_name(DepList l)
+{
+  return l == DepList::Data ? "data_deps" : "ctrl_deps";
+}
+
+struct Dep {
+  std::uint32_t node; ///< file index of the node depended on
+  DepList kind;
+};
+
+// A trace converted from PyTorch by chakra's converter carries the host trace's schema version in the GlobalMetadata
+// attribute "schema" (src/converter/pytorch_converter.py, encode_global_metadata: schema, pid, time, start_ts,
+// finish_ts); ASTRA-sim's generated traces set `version` (0.0.4) or other attributes instead.
+std::optional<std::string> pytorch_schema(const ChakraProtoMsg::GlobalMetadata& meta)
+{
+  for (const auto& a : meta.attr())
+    if (a.name() == "schema") return a.value_case() == AttributeProto::kStringVal ? a.string_val() : "?";
+  return std::nullopt;
+}
+
 class ChakraReader {
 public:
-  ChakraReader(std::vector<RankFile> files, std::string comm_group_file)
-      : files_(std::move(files)), comm_group_file_(std::move(comm_group_file))
+  explicit ChakraReader(TraceSet set) : files_(std::move(set.files)), comm_group_file_(std::move(set.comm_group_name))
   {
+    comm_group_text_ = std::move(set.comm_group_text);
   }
 
   Workload read()
@@ -212,8 +305,9 @@ public:
     w_.source = files_.front().path;
     world_comm_ = w_.add_communicator("world", GroupKind::Other, all);
     if (!comm_group_file_.empty()) read_comm_groups();
-    for (const auto& f : files_)
+    for (auto& f : files_)
       w_.add_rank(read_rank(f));
+    add_notes();
     validate(w_);
     return std::move(w_);
   }
@@ -221,7 +315,7 @@ public:
 private:
   void read_comm_groups()
   {
-    std::string text = detail::read_file(comm_group_file_);
+    std::string text = comm_group_text_ ? *comm_group_text_ : detail::read_file(comm_group_file_);
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(text);
@@ -299,9 +393,11 @@ private:
     }
   }
 
-  std::vector<Node> parse_file(const RankFile& f)
+  // The GlobalMetadata and the nodes of one rank's file, in file order. An archive member's bytes are released here.
+  std::vector<Node> parse_file(RankFile& f, ChakraProtoMsg::GlobalMetadata& meta)
   {
-    std::string data = detail::read_file(f.path);
+    std::string data = f.data ? std::move(*f.data) : detail::read_file(f.path);
+    f.data.reset();
     std::vector<Node> nodes;
     std::size_t off = 0;
     bool metadata = true;
@@ -328,7 +424,6 @@ private:
       auto limit = in.PushLimit(static_cast<int>(len));
       bool ok;
       if (metadata) {
-        ChakraProtoMsg::GlobalMetadata meta;
         ok = meta.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
       } else {
         nodes.emplace_back();
@@ -384,9 +479,10 @@ private:
     return s;
   }
 
-  RankGraph read_rank(const RankFile& f)
+  RankGraph read_rank(RankFile& f)
   {
-    std::vector<Node> nodes = parse_file(f);
+    ChakraProtoMsg::GlobalMetadata meta;
+    std::vector<Node> nodes = parse_file(f, meta);
     const auto n = nodes.size();
     auto at = [&](std::size_t i) {
       return InputLocation{f.path, 0, fmt::format("rank {} node {}", f.rank, nodes[i].id())};
@@ -396,18 +492,25 @@ private:
     for (std::size_t i = 0; i < n; ++i)
       if (!index.emplace(nodes[i].id(), static_cast<std::uint32_t>(i)).second)
         throw InputError(at(i), fmt::format("node id {} appears twice", nodes[i].id()), "give every node its own id");
-    // Dependencies as file indices; a dependency on a node that is not in the file is an error here.
-    std::vector<std::vector<std::uint32_t>> deps(n);
+    // The dependency rule (workloads/README.md, "Chakra execution traces"). A node runs after the nodes its data_deps
+    // name, as chakra's ETFeeder resolves them (mlcommons/chakra src/feeder/et_feeder.cpp: data_deps alone). Its
+    // ctrl_deps count as well, as ASTRA-sim's FeederV3 reads them, except in a trace converted from PyTorch: there they
+    // are the host trace's caller->callee parent links (chakra src/converter/pytorch_converter.py), which name nodes
+    // the converter left out and form cycles, and the converter wrote the execution order into data_deps.
+    const std::optional<std::string> schema = pytorch_schema(meta);
+    std::vector<std::vector<Dep>> deps(n);
     for (std::size_t i = 0; i < n; ++i) {
-      for (const auto* list : {&nodes[i].data_deps(), &nodes[i].ctrl_deps()})
-        for (std::uint64_t d : *list) {
+      const auto add = [&](const auto& list, DepList kind) {
+        for (std::uint64_t d : list) {
           auto it = index.find(d);
-          if (it == index.end())
-            throw InputError(at(i), fmt::format("depends on node {} which is not in this file", d),
-                             "remove the dependency or add the node");
-          deps[i].push_back(it->second);
+          if (it == index.end()) throw_dangling(f, nodes[i], d, kind);
+          deps[i].push_back({it->second, kind});
         }
+      };
+      add(nodes[i].data_deps(), DepList::Data);
+      if (!schema) add(nodes[i].ctrl_deps(), DepList::Ctrl);
     }
+    if (schema) tally_parent_links(f, nodes, index, *schema);
     // Topological order, smallest file position first among ready nodes (ASTRA-sim issues ready nodes by id), so
     // stream order never contradicts a dependency.
     std::vector<std::uint32_t> indeg(n, 0);
@@ -415,21 +518,23 @@ private:
     for (std::uint32_t i = 0; i < n; ++i)
       for (auto d : deps[i]) {
         ++indeg[i];
-        succ[d].push_back(i);
+        succ[d.node].push_back(i);
       }
     std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
     for (std::uint32_t i = 0; i < n; ++i)
       if (indeg[i] == 0) ready.push(i);
     std::vector<std::uint32_t> order;
     order.reserve(n);
+    std::vector<bool> done(n, false);
     while (!ready.empty()) {
       auto v = ready.top();
       ready.pop();
       order.push_back(v);
+      done[v] = true;
       for (auto s : succ[v])
         if (--indeg[s] == 0) ready.push(s);
     }
-    if (order.size() != n) throw_cycle(f, nodes, deps);
+    if (order.size() != n) throw_cycle(f, nodes, deps, done);
 
     stream_labels_.clear();
     RankGraphBuilder b(f.path, SourceKind::NodeId);
@@ -449,10 +554,19 @@ private:
         if (!runtime) runtime = Seconds(0); // ASTRA-sim replays a runtime-less node as (almost) free
         break;
       case ChakraProtoMsg::COMM_COLL_NODE: {
+        if (cpu) {
+          op = host_side(node, f, runtime);
+          break;
+        }
         auto type = attr_int(node, "comm_type", here);
         if (!type)
-          throw InputError(at(i), "COMM_COLL_NODE without a comm_type attribute",
-                           "add comm_type (et_def.proto CollectiveCommType)");
+          throw InputError(
+              at(i),
+              "COMM_COLL_NODE without a comm_type attribute on the GPU (is_cpu_op false or absent): a "
+              "collective of unknown kind",
+              "add comm_type (et_def.proto CollectiveCommType: ALL_REDUCE = 0, ALL_GATHER = 2, BROADCAST = "
+              "5, ...); if the node is the host side of a collective (a c10d:: call), set is_cpu_op true "
+              "and it runs as a CPU op of its duration_micros");
         auto kind = collective_of(*type);
         if (!kind)
           throw InputError(at(i),
@@ -475,6 +589,10 @@ private:
       }
       case ChakraProtoMsg::COMM_SEND_NODE:
       case ChakraProtoMsg::COMM_RECV_NODE: {
+        if (cpu) {
+          op = host_side(node, f, runtime);
+          break;
+        }
         bool send = node.type() == ChakraProtoMsg::COMM_SEND_NODE;
         const char* peer_attr = send ? "comm_dst" : "comm_src";
         auto peer = attr_int(node, peer_attr, here);
@@ -516,7 +634,7 @@ private:
       b.set_source_id(id, node.id());
       if (runtime) b.set_measured(id, std::nullopt, runtime);
       for (auto d : deps[i])
-        b.add_dep(id, op_of[d]);
+        b.add_dep(id, op_of[d.node]);
     }
     b.set_stream_label(kComputeStream, "gpu compute");
     b.set_stream_label(kCpuStream, "cpu");
@@ -526,30 +644,203 @@ private:
     return b.finish();
   }
 
-  // Report a cycle with the node ids on it, through the op graph's own cycle finder.
-  [[noreturn]] void throw_cycle(const RankFile& f, const std::vector<Node>& nodes,
-                                const std::vector<std::vector<std::uint32_t>>& deps)
+  // The host side of a communication (is_cpu_op true: PyTorch's c10d::allreduce_ call; the NCCL kernel it launched is
+  // a GPU node of its own, and chakra's converter gives the host node no comm_type). ASTRA-sim issues every is_cpu_op
+  // node as a CPU op of its measured runtime, never as communication (Workload::issue with chakra's ETFeeder,
+  // astra-sim f66c1da); so does this reader.
+  Op host_side(const Node& node, const RankFile& f, std::optional<Seconds>& runtime)
   {
-    RankGraphBuilder b(f.path, SourceKind::NodeId);
-    for (std::uint32_t i = 0; i < nodes.size(); ++i) {
-      b.add(Op::make_compute(0, Bytes(0), kUnordered), nodes[i].name());
-      b.set_source_id(i, nodes[i].id());
-    }
-    for (std::uint32_t i = 0; i < nodes.size(); ++i)
-      for (auto d : deps[i])
-        b.add_dep(i, d);
-    Workload one;
-    one.add_rank(b.finish());
-    auto problems = find_problems(one, 1);
-    if (problems.empty())
-      throw InputError({f.path, 0, fmt::format("rank {}", f.rank)}, "dependency cycle", "break the cycle");
-    InputLocation where = problems.front().where();
-    where.field = fmt::format("rank {}{}", f.rank, where.field.substr(where.field.find(' ', 5)));
-    throw InputError(where, problems.front().rule(), problems.front().fix());
+    if (!runtime) runtime = Seconds(0);
+    if (cpu_comm_nodes_++ == 0)
+      first_cpu_comm_ = fmt::format("{} rank {} node {} '{}'", f.path, f.rank, node.id(), node.name());
+    return Op::make_compute(0, Bytes(0), kCpuStream);
   }
+
+  [[noreturn]] static void throw_dangling(const RankFile& f, const Node& node, std::uint64_t missing, DepList kind)
+  {
+    const InputLocation where{f.path, 0, fmt::format("rank {} node {}", f.rank, node.id())};
+    if (kind == DepList::Data)
+      throw InputError(where,
+                       fmt::format("node {} depends on node {} through its data_deps, but no node {} is in this file: "
+                                   "data_deps give the execution order, so node {} could never run",
+                                   node.id(), missing, missing, node.id()),
+                       fmt::format("remove {} from the data_deps of node {}, or give the whole file (one cut short, or "
+                                   "another rank's?)",
+                                   missing, node.id()));
+    throw InputError(
+        where,
+        fmt::format("node {} depends on node {} through its ctrl_deps, but no node {} is in this file "
+                    "(ctrl_deps are dependencies here, as ASTRA-sim reads them: the GlobalMetadata has no "
+                    "PyTorch schema attribute)",
+                    node.id(), missing, missing),
+        fmt::format("remove {} from the ctrl_deps of node {} or add the node; a trace converted from "
+                    "PyTorch keeps its GlobalMetadata attribute schema, and its ctrl_deps are then read as "
+                    "parent links",
+                    missing, node.id()));
+  }
+
+  // A cycle among the nodes the topological sort left (`done` false): walk from the first of them to a dependency
+  // that is also left until a node repeats; the nodes from there on form a cycle.
+  [[noreturn]] static void throw_cycle(const RankFile& f, const std::vector<Node>& nodes,
+                                       const std::vector<std::vector<Dep>>& deps, const std::vector<bool>& done)
+  {
+    const auto n = static_cast<std::uint32_t>(nodes.size());
+    std::uint32_t v = 0;
+    while (done[v])
+      ++v;
+    std::vector<std::int64_t> seen(n, -1);
+    std::vector<std::uint32_t> path;
+    std::vector<DepList> kinds; // path[k] waits for path[k + 1] through kinds[k]
+    while (seen[v] < 0) {
+      seen[v] = static_cast<std::int64_t>(path.size());
+      path.push_back(v);
+      const Dep& d = *std::find_if(deps[v].begin(), deps[v].end(), [&](const Dep& x) { return !done[x.node]; });
+      kinds.push_back(d.kind);
+      v = d.node;
+    }
+    std::vector<std::uint32_t> cycle(path.begin() + seen[v], path.end());
+    std::vector<DepList> via(kinds.begin() + seen[v], kinds.end());
+    // Start at the node first in the file, so that the message does not depend on where the walk began.
+    const auto first = std::min_element(cycle.begin(), cycle.end()) - cycle.begin();
+    std::rotate(cycle.begin(), cycle.begin() + first, cycle.end());
+    std::rotate(via.begin(), via.begin() + first, via.end());
+    constexpr std::size_t kShown = 8;
+    std::string chain;
+    bool data = false, ctrl = false;
+    for (std::size_t k = 0; k < cycle.size(); ++k) {
+      (via[k] == DepList::Data ? data : ctrl) = true;
+      if (k < kShown || k + 1 == cycle.size())
+        chain += fmt::format("{}node {} waits for {} ({})", chain.empty() ? "" : ", ", nodes[cycle[k]].id(),
+                             cycle.size() == 1 ? "itself"
+                                               : fmt::format("node {}", nodes[cycle[(k + 1) % cycle.size()]].id()),
+                             dep_list_name(via[k]));
+      else if (k == kShown)
+        chain += fmt::format(", ... ({} nodes on the cycle)", cycle.size());
+    }
+    const std::string lists = data && ctrl ? "data_deps and ctrl_deps" : data ? "data_deps" : "ctrl_deps";
+    throw InputError({f.path, 0, fmt::format("rank {} node {}", f.rank, nodes[cycle.front()].id())},
+                     fmt::format("dependency cycle through {}: {}; no node on it can ever run", lists, chain),
+                     ctrl ? std::string("remove one of these dependencies (ctrl_deps count as dependencies in a trace "
+                                        "whose GlobalMetadata has no PyTorch schema attribute)")
+                          : std::string("remove one of these data_deps: they must form an acyclic graph (chakra's "
+                                        "ETFeeder would never issue these nodes)"));
+  }
+
+  // ctrl_deps of a PyTorch-converted file are parent links; what is odd about them goes into a note (add_notes).
+  void tally_parent_links(const RankFile& f, const std::vector<Node>& nodes,
+                          const std::unordered_map<std::uint64_t, std::uint32_t>& index, const std::string& schema)
+  {
+    ParentLinks& t = parent_links_;
+    ++t.files;
+    t.schemas.insert(schema);
+    const auto n = static_cast<std::uint32_t>(nodes.size());
+    std::vector<std::vector<std::uint32_t>> parents(n);
+    for (std::uint32_t i = 0; i < n; ++i)
+      for (std::uint64_t d : nodes[i].ctrl_deps()) {
+        ++t.links;
+        auto it = index.find(d);
+        if (it == index.end()) {
+          if (t.dangling++ == 0)
+            t.first_dangling = fmt::format("{} rank {} node {} names node {}", f.path, f.rank, nodes[i].id(), d);
+        } else if (it->second == i) {
+          if (t.self_loops++ == 0) t.first_self_loop = fmt::format("{} rank {} node {}", f.path, f.rank, nodes[i].id());
+        } else {
+          parents[i].push_back(it->second);
+        }
+      }
+    // Cycles through several nodes: strongly connected components of more than one node (Tarjan, iterative).
+    std::vector<std::int64_t> order(n, -1), low(n, 0);
+    std::vector<bool> on_stack(n, false);
+    std::vector<std::uint32_t> stack;
+    std::vector<std::pair<std::uint32_t, std::size_t>> calls;
+    std::int64_t counter = 0;
+    std::optional<std::uint32_t> first_cycle; // the file's first node that lies on such a cycle
+    const auto visit = [&](std::uint32_t v) {
+      order[v] = low[v] = counter++;
+      stack.push_back(v);
+      on_stack[v] = true;
+      calls.emplace_back(v, 0);
+    };
+    for (std::uint32_t root = 0; root < n; ++root) {
+      if (order[root] >= 0) continue;
+      visit(root);
+      while (!calls.empty()) {
+        const std::uint32_t v = calls.back().first;
+        if (calls.back().second < parents[v].size()) {
+          const std::uint32_t w = parents[v][calls.back().second++];
+          if (order[w] < 0)
+            visit(w);
+          else if (on_stack[w])
+            low[v] = std::min(low[v], order[w]);
+          continue;
+        }
+        calls.pop_back();
+        if (!calls.empty()) low[calls.back().first] = std::min(low[calls.back().first], low[v]);
+        if (low[v] != order[v]) continue;
+        std::size_t size = 0;
+        std::uint32_t smallest = v;
+        for (std::uint32_t w = n; w != v;) {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          smallest = std::min(smallest, w);
+          ++size;
+        }
+        if (size > 1) {
+          ++t.cycles;
+          if (!first_cycle || smallest < *first_cycle) first_cycle = smallest;
+        }
+      }
+    }
+    if (first_cycle && t.first_cycle.empty())
+      t.first_cycle = fmt::format("{} rank {} node {}", f.path, f.rank, nodes[*first_cycle].id());
+  }
+
+  void add_notes()
+  {
+    const ParentLinks& t = parent_links_;
+    if (t.files > 0) {
+      std::string schemas;
+      for (const auto& s : t.schemas)
+        schemas += (schemas.empty() ? "" : ", ") + s;
+      std::vector<std::string> odd;
+      if (t.dangling > 0)
+        odd.push_back(fmt::format("{} name nodes not in the file (first: {})", t.dangling, t.first_dangling));
+      if (t.self_loops > 0)
+        odd.push_back(fmt::format("{} are self-loops (first: {})", t.self_loops, t.first_self_loop));
+      if (t.cycles > 0)
+        odd.push_back(fmt::format("{} cycles run through several nodes (first through {})", t.cycles, t.first_cycle));
+      std::string told;
+      for (std::size_t k = 0; k < odd.size(); ++k)
+        told += (k == 0 ? "" : k + 1 == odd.size() ? " and " : ", ") + odd[k];
+      w_.notes.push_back(fmt::format(
+          "ctrl_deps of {} PyTorch-converted rank file{} (GlobalMetadata schema {}) read as caller->callee parent "
+          "links, not as dependencies: the execution order is their data_deps, as chakra's ETFeeder reads it. Of {} "
+          "ctrl_deps, {}",
+          t.files, t.files == 1 ? "" : "s", schemas, t.links,
+          told.empty() ? std::string("none names a missing node or forms a cycle") : told));
+    }
+    if (cpu_comm_nodes_ > 0)
+      w_.notes.push_back(fmt::format(
+          "{} CPU-side communication node{} (is_cpu_op true, such as the host's c10d:: call; first: {}) run as CPU ops "
+          "of their measured duration_micros, as ASTRA-sim issues host ops; the collective itself is its GPU node",
+          cpu_comm_nodes_, cpu_comm_nodes_ == 1 ? "" : "s", first_cpu_comm_));
+  }
+
+  // What tally_parent_links found, over all rank files.
+  struct ParentLinks {
+    int files = 0;
+    std::set<std::string> schemas;
+    std::int64_t links = 0, dangling = 0, self_loops = 0, cycles = 0;
+    std::string first_dangling, first_self_loop, first_cycle;
+  };
 
   std::vector<RankFile> files_;
   std::string comm_group_file_;
+  std::optional<std::string> comm_group_text_; // comm_group.json of an archive; else read from comm_group_file_
+  ParentLinks parent_links_;
+  std::int64_t cpu_comm_nodes_ = 0;
+  std::string first_cpu_comm_;
   Workload w_;
   int world_comm_ = 0;
   std::map<std::string, int> groups_; // pg_name / comm_group id -> communicator
@@ -560,14 +851,20 @@ private:
 
 Workload read_chakra(const std::string& prefix, const ChakraOptions& options)
 {
-  auto files = find_rank_files(prefix);
-  std::string groups = options.comm_group_file;
-  if (groups.empty()) {
-    fs::path candidate = fs::path(files.front().path).parent_path() / "comm_group.json";
+  TraceSet set;
+  if (is_archive(prefix)) {
+    set = read_archive_set(prefix);
+  } else {
+    set.files = find_rank_files(prefix);
+    fs::path candidate = fs::path(set.files.front().path).parent_path() / "comm_group.json";
     std::error_code ec;
-    if (fs::is_regular_file(candidate, ec)) groups = candidate.string();
+    if (fs::is_regular_file(candidate, ec)) set.comm_group_name = candidate.string();
   }
-  return ChakraReader(std::move(files), std::move(groups)).read();
+  if (!options.comm_group_file.empty()) {
+    set.comm_group_name = options.comm_group_file;
+    set.comm_group_text.reset();
+  }
+  return ChakraReader(std::move(set)).read();
 }
 
 } // namespace railyard::workloads
