@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -109,6 +110,28 @@ TEST(Routing, LatencyAndBandwidthOfAPath)
   EXPECT_NEAR(t.path_latency(p).seconds(), 2 * s.pcie_latency.seconds() + 2 * 2e-6 + 2 * 0.5e-6, 1e-15);
   EXPECT_DOUBLE_EQ(t.path_bandwidth(p).bytes_per_sec(), 100e9 / 8); // the slowest hop: 100 Gb/s spine links
   EXPECT_DOUBLE_EQ(t.path_bandwidth(t.route(0, 8, 0, 0)).bytes_per_sec(), 400e9 / 8); // same leaf: the NIC
+}
+
+// A topology's link table points into its graph's edge storage: a copy or a move must keep every link's own
+// bandwidth and latency (a moved topology once read freed storage, and a replay on it saw paths of no bandwidth).
+TEST(Routing, CopiedAndMovedTopologiesKeepTheirLinks)
+{
+  const std::string yaml = "cluster:\n  kind: fat_tree\n  nodes: 16\n  nic: {bandwidth: 400 Gb/s, latency: 2 us}"
+                           "\n  fabric: {leaf_downlinks: 32, link_bandwidth: 100 Gb/s, link_latency: 0.5 us}\n";
+  Topology original = build_from_yaml(yaml);
+  const Topology copied(original);
+  const auto moved = std::make_unique<const Topology>(std::move(original));
+  const Topology fresh = build_from_yaml(yaml);
+  for (const Topology* t : {&copied, moved.get()}) {
+    ASSERT_EQ(t->num_links(), fresh.num_links());
+    for (LinkId l = 0; l < fresh.num_links(); ++l) {
+      EXPECT_EQ(t->link_name(l), fresh.link_name(l));
+      EXPECT_EQ(t->link(l).bandwidth, fresh.link(l).bandwidth) << fresh.link_name(l);
+    }
+    // The numbers of LatencyAndBandwidthOfAPath above: 100 Gb/s spine links across leaves, the NIC within one.
+    EXPECT_DOUBLE_EQ(t->path_bandwidth(t->route(0, 127, 0, 0)).bytes_per_sec(), 100e9 / 8);
+    EXPECT_DOUBLE_EQ(t->path_bandwidth(t->route(0, 8, 0, 0)).bytes_per_sec(), 400e9 / 8);
+  }
 }
 
 TEST(Routing, LinkIdsAndNamesAreDenseAndPaired)

@@ -154,6 +154,12 @@ nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySumma
 class Topology {
 public:
   Topology(ClusterSpec spec, Graph graph);
+  // The link table holds edge descriptors, which point into the graph's own edge storage: a copied or moved graph
+  // has other storage, so a copy or move builds the tables again from the spec and the graph.
+  Topology(const Topology& other) : Topology(other.spec_, other.graph_) {}
+  Topology(Topology&& other) : Topology(std::move(other.spec_), std::move(other.graph_)) {}
+  Topology& operator=(const Topology&) = delete;
+  Topology& operator=(Topology&&) = delete;
 
   [[nodiscard]] const ClusterSpec& spec() const { return spec_; }
   [[nodiscard]] const Graph& graph() const { return graph_; }
