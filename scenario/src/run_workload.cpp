@@ -70,6 +70,10 @@ void require_profile(const WorkloadSpec& w, const calibration::Profile* profile)
 std::string default_communication(const Scenario& scenario, ReplayOptions& options)
 {
   if (scenario.workload->communication_given) return {};
+  if (options.measured_collectives) {
+    options.comm = CommModel::Analytical;
+    return "communication: analytical, the one collectives: measured adds the model's differences with";
+  }
   const bool coupled = scenario.cluster.nodes > 1;
   options.comm = coupled ? CommModel::Coupled : CommModel::Flows;
   return coupled ? "communication: coupled, the default on a multi-node cluster (replay.communication names another: "
@@ -233,6 +237,7 @@ nlohmann::ordered_json breakdown_json(const TimeBreakdown& b, double step)
   j["exposed_communication_s"] = exposed;
   j["bubble_s"] = b.bubble_s;
   j["idle_s"] = b.idle_s;
+  j["host_bound_s"] = b.host_bound_s; // part of idle_s: a stream waited for its host to launch the next op
   j["communication_incl_overlapped_s"] = comm;
   nlohmann::ordered_json f;
   f["compute"] = frac(b.compute_s);
@@ -467,6 +472,32 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   result.framework = framework_model(scenario, profile.get(), options);
   const std::size_t max_steps = limits.step_budget(footprint);
   options.lower = nccl_lowering(topology, scenario.nccl, scenario.step_overhead, max_steps);
+  // collectives: measured with recorded_on: a collective's measured time moves by the model's time of the call on this
+  // cluster minus on the cluster the trace was recorded on, each alone on its fabric.
+  if (options.measured_collectives && scenario.workload->recorded_on) {
+    auto recorded = std::make_shared<const topo::Topology>(topo::build_topology(*scenario.workload->recorded_on));
+    auto lower_recorded = nccl_lowering(*recorded, scenario.nccl, scenario.step_overhead, max_steps);
+    const InputLocation rec_where = scenario.workload->recorded_on_where;
+    options.collective_delta = [&scenario, &topology, recorded, lower_recorded, lower = options.lower,
+                                rec_where](const models::CollectiveCall& call, const InputLocation& where) {
+      const int highest = *std::max_element(call.ranks.begin(), call.ranks.end());
+      for (const auto& [t, what, at] : {std::tuple{&topology, "cluster", InputLocation{scenario.file, 0, "cluster"}},
+                                        std::tuple{recorded.get(), "workload.recorded_on", rec_where}})
+        if (highest >= t->num_gpus())
+          throw InputError(
+              at,
+              fmt::format("{} has {} GPUs, but the collective at {} {} ran over ranks up to {} of the "
+                          "traced job",
+                          what, t->num_gpus(), where.file, where.field, highest),
+              fmt::format("give {} at least {} GPUs (rank r of the job runs on GPU r)", what, highest + 1));
+      const double now =
+          isolated_collective_time(lower(call, where), topology, scenario.sim.pxn, scenario.sim.seed).seconds();
+      const double before =
+          isolated_collective_time(lower_recorded(call, where), *recorded, scenario.sim.pxn, scenario.sim.seed)
+              .seconds();
+      return now - before;
+    };
+  }
   // collective_model: profile: the fit where the profile covers the call, else the schedule; every distinct shape
   // is recorded once, with both times, for the summary.
   auto costs = std::make_shared<std::vector<CollectiveCostUse>>();
@@ -672,6 +703,7 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
       csv.field(fmt::format("exposed_{}_s", k));
     csv.field("bubble_s");
     csv.field("idle_s");
+    csv.field("host_bound_s");
     for (const char* k : kKindNames)
       csv.field(fmt::format("comm_{}_s", k));
     csv.end_record();
@@ -686,6 +718,7 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
         csv.field(v);
       csv.field(b.bubble_s);
       csv.field(b.idle_s);
+      csv.field(b.host_bound_s);
       for (double v : b.comm_s)
         csv.field(v);
       csv.end_record();
@@ -738,6 +771,10 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   j["model_tflops_per_gpu"] = tflops(r.model_flops_per_gpu_per_s);
   j["hardware_tflops_per_gpu"] = tflops(r.hardware_flops_per_gpu_per_s);
   j["breakdown_mean_over_ranks"] = breakdown_json(r.mean, step);
+  if (result.scenario.workload && result.scenario.workload->kind == WorkloadSpec::Kind::Trace)
+    j["host"] = {{"host_launch", to_string(result.scenario.workload->replay.host_launch)},
+                 {"host_bound_s_mean_over_ranks", r.mean.host_bound_s},
+                 {"host_bound_fraction_of_step", step > 0 ? r.mean.host_bound_s / step : 0.0}};
   if (result.framework) {
     const auto& f = *result.framework;
     j["framework"] = {{"name", f.name},

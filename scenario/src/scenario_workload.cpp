@@ -159,8 +159,8 @@ void parse_megatron(const YamlNode& node, WorkloadSpec& w)
 
 void parse_trace(const YamlNode& node, const std::string& scenario_file, WorkloadSpec& w)
 {
-  node.expect_keys(
-      {"trace", "path", "comm_group", "world_size", "model_parallel", "tick", "infer_cross_stream_deps", "replay"});
+  node.expect_keys({"trace", "path", "comm_group", "world_size", "model_parallel", "tick", "infer_cross_stream_deps",
+                    "recorded_on", "replay"});
   const YamlNode fmt_node = node.at("trace");
   w.trace_format = fmt_node.as_string();
   if (std::find(kTraceFormats.begin(), kTraceFormats.end(), w.trace_format) == kTraceFormats.end())
@@ -193,14 +193,18 @@ void parse_trace(const YamlNode& node, const std::string& scenario_file, Workloa
       t->fail("tick must be positive", "give the length of one time unit, e.g. '1 ns'");
   }
   w.infer_cross_stream_deps = node.bool_or("infer_cross_stream_deps", true);
+  if (auto rec = node.get("recorded_on")) {
+    w.recorded_on = topo::parse_cluster(*rec);
+    w.recorded_on_where = rec->where();
+  }
 }
 
 void parse_replay(const YamlNode& node, WorkloadSpec& w)
 {
   auto r = node.get("replay");
   if (!r) return;
-  r->expect_keys({"communication", "collective_model", "measured_durations", "host_launch", "trace_ranks", "nccl_sms",
-                  "framework"});
+  r->expect_keys({"communication", "collective_model", "collectives", "measured_durations", "host_launch",
+                  "trace_ranks", "nccl_sms", "framework"});
   if (auto c = r->get("communication")) {
     const std::string s = c->as_string();
     const auto* m =
@@ -230,8 +234,38 @@ void parse_replay(const YamlNode& node, WorkloadSpec& w)
                           to_string(w.replay.comm)),
               "add 'communication: analytical' to replay:, or remove collective_model");
   }
+  if (auto c = r->get("collectives")) {
+    const std::string v = c->as_string();
+    if (v == "measured")
+      w.replay.measured_collectives = true;
+    else if (v != "modelled")
+      c->fail(fmt::format("unknown collectives mode '{}'", v),
+              "use modelled (the communication model times every collective) or measured (a trace's collectives "
+              "take their measured time, plus the model's difference between the cluster and workload.recorded_on)");
+    if (w.replay.measured_collectives && w.kind != WorkloadSpec::Kind::Trace)
+      c->fail("collectives: measured needs a trace, whose collectives have measured times; a generated step has none",
+              "remove collectives: measured, or replay a trace");
+    if (w.replay.measured_collectives && w.communication_given && w.replay.comm != CommModel::Analytical)
+      c->fail(fmt::format("collectives: measured adds the difference of two collectives alone on their clusters, which "
+                          "only the analytical communication model times; this replay's communication is {}",
+                          to_string(w.replay.comm)),
+              "write 'communication: analytical' (or leave communication out), or remove collectives: measured");
+  }
   w.replay.measured_durations = r->bool_or("measured_durations", true);
-  w.replay.host_launch = r->bool_or("host_launch", true);
+  if (auto h = r->get("host_launch")) {
+    // true and false as before this key took a mode: true is the host model, false the GPU alone.
+    const std::string v = h->as_string();
+    if (v == "model" || v == "true")
+      w.replay.host_launch = sim::HostLaunch::Model;
+    else if (v == "recorded")
+      w.replay.host_launch = sim::HostLaunch::Recorded;
+    else if (v == "off" || v == "false")
+      w.replay.host_launch = sim::HostLaunch::Off;
+    else
+      h->fail(fmt::format("unknown host_launch mode '{}'", v),
+              "use model (the trace's host threads as a dependency graph: launches and synchronisations), recorded "
+              "(every op waits for its recorded launch time) or off (the GPU alone)");
+  }
   w.replay.nccl_sms = r->bool_or("nccl_sms", true);
   w.framework = r->bool_or("framework", true);
   if (auto t = r->get("trace_ranks")) {

@@ -33,6 +33,19 @@ std::string to_string(CommModel m)
   return "?";
 }
 
+std::string to_string(HostLaunch h)
+{
+  switch (h) {
+  case HostLaunch::Off:
+    return "off";
+  case HostLaunch::Recorded:
+    return "recorded";
+  case HostLaunch::Model:
+    return "model";
+  }
+  return "?";
+}
+
 double TimeBreakdown::exposed_total() const
 {
   return std::accumulate(exposed_s.begin(), exposed_s.end(), 0.0);

@@ -58,6 +58,7 @@ void Acct::advance(double now)
     b.bubble_s += dt;
   } else {
     b.idle_s += dt;
+    if (host_wait > 0) b.host_bound_s += dt;
   }
 }
 
@@ -84,6 +85,9 @@ void Engine::start()
   }
   for (auto& rt : ranks_)
     if (rt.host) host_advance(rt);
+  for (auto& rt : ranks_)
+    for (std::uint32_t t = 0; t < rt.threads.size(); ++t)
+      trace_host_advance(rt, t);
   for (auto& rt : ranks_)
     for (std::uint32_t l = 0; l < rt.lanes.size(); ++l)
       advance_lane(rt, l);
@@ -112,11 +116,52 @@ void Engine::host_advance(RankRt& rt)
     advance_lane(rt, l);
 }
 
+// A thread's call starts when the previous one ended plus the host's own work between them (gap_s); a launch releases
+// its ops at its start; a synchronisation that waited in the trace ends when its op has ended plus the recorded
+// wake-up (tail_s), and no sooner than that wake-up after its own start (what it costs when it need not wait).
+void Engine::trace_host_advance(RankRt& rt, std::uint32_t t)
+{
+  RankRt::Thread& th = rt.threads[t];
+  const auto calls = rt.prog->g->host_calls();
+  while (th.next < th.end) {
+    const workloads::HostCall& c = calls[th.next];
+    if (!th.blocked) rt.call_start[th.next] = th.clock;
+    const double start = rt.call_start[th.next];
+    double end = start + c.duration_s;
+    if (c.waits != workloads::kNone) {
+      if (!rt.done[c.waits]) {
+        th.blocked = true;
+        return;
+      }
+      end = std::max(start + std::min(c.tail_s, c.duration_s), rt.op_end[c.waits] + c.tail_s);
+    }
+    th.blocked = false;
+    if (++th.next < th.end) th.clock = std::max(start, end + calls[th.next].gap_s);
+  }
+}
+
+void Engine::set_host_wait(RankRt& rt, LaneState& st, bool waiting)
+{
+  if (st.host_wait == waiting) return;
+  rt.acct.advance(now_);
+  rt.acct.host_wait += waiting ? 1 : -1;
+  st.host_wait = waiting;
+}
+
 void Engine::flush_hosts()
 {
   while (!host_pending_.empty()) {
     RankRt& rt = ranks_[host_pending_.back()];
     host_pending_.pop_back();
+    if (rt.trace_host) {
+      for (std::uint32_t t = 0; t < rt.threads.size(); ++t)
+        trace_host_advance(rt, t);
+      std::vector<std::uint32_t> lanes;
+      lanes.swap(rt.host_waiters);
+      for (std::uint32_t l : lanes)
+        advance_lane(rt, l);
+      continue;
+    }
     rt.host_clock = std::max(rt.host_clock, now_);
     host_advance(rt);
   }
@@ -197,6 +242,9 @@ void Engine::delivered(std::uint32_t id)
 double Engine::release_time(const RankRt& rt, OpId op) const
 {
   if (rt.host) return op < rt.host_next ? rt.issue[op] : kInf;
+  if (rt.trace_host)
+    if (const auto c = rt.prog->g->launch_call(op); c != workloads::kNone)
+      return std::isnan(rt.call_start[c]) ? kInf : rt.call_start[c];
   if (std::isnan(rt.release_shift)) return -kInf;
   const auto t = rt.prog->g->issue_time(op);
   return t ? t->seconds() + rt.release_shift : -kInf;
@@ -229,21 +277,25 @@ void Engine::advance_lane(RankRt& rt, std::uint32_t l)
     const OpId op = ops[st.next];
     for (OpId d : rt.prog->g->deps(op))
       if (!rt.done[d]) {
+        set_host_wait(rt, st, false);
         rt.lane_waiters.emplace_back(d, l);
         return;
       }
     const double at = release_time(rt, op);
     if (at == kInf) { // the host has not issued it yet
+      set_host_wait(rt, st, true);
       rt.host_waiters.push_back(l);
       return;
     }
     if (at > now_) {
+      set_host_wait(rt, st, true);
       if (!st.retry) {
         st.retry = true;
         post(at, LaneEv::Retry, rt.rank, l);
       }
       return;
     }
+    set_host_wait(rt, st, false);
     start_op(rt, l, op);
   }
   if (st.next >= ops.size()) driver_->lane_finished(rt.rank, l);
@@ -339,7 +391,7 @@ void Engine::start_collective(RankRt& rt, std::uint32_t l, OpId op_id, const Op&
   const int n = static_cast<int>(w_.communicators[comm].ranks.size());
   hold(rt, st, static_cast<std::int8_t>(kind_of(comm)));
   if (n <= 1) {
-    post(now_ + one_member_duration(rt, op_id, op), LaneEv::OpDone, rt.rank, l);
+    post(now_ + one_member_duration(rt, op_id, op, comm), LaneEv::OpDone, rt.rank, l);
     return;
   }
   // From its launch (waiting for the other members included) the NCCL kernel holds its SMs.
@@ -366,8 +418,19 @@ void Engine::start_collective(RankRt& rt, std::uint32_t l, OpId op_id, const Op&
     }
     return;
   }
+  if (opt_.measured_collectives) {
+    if (const auto d = rt.prog->g->measured_duration(op_id))
+      inst.measured = std::min(inst.measured, d->seconds());
+    else
+      inst.all_measured = false;
+  }
   if (++inst.arrived == n) {
-    const double end = now_ + (opt_.comm == CommModel::Ideal ? 0.0 : analytical_time(rt, op_id, op, comm, inst.bytes));
+    double t = 0;
+    if (opt_.comm != CommModel::Ideal)
+      t = opt_.measured_collectives && inst.all_measured
+              ? std::max(0.0, inst.measured + collective_delta(rt, op_id, op, comm, inst.bytes))
+              : analytical_time(rt, op_id, op, comm, inst.bytes);
+    const double end = now_ + t;
     for (const auto& [r, lane] : inst.members)
       post(end, LaneEv::OpDone, r, lane);
     instances_.erase(key);
@@ -503,6 +566,15 @@ void Engine::record_done(RankRt& rt, OpId op, double start, double end)
     rt.host_blocked = false;
     host_pending_.push_back(rt.rank);
   }
+  if (rt.trace_host) {
+    rt.op_end[op] = end;
+    const auto calls = rt.prog->g->host_calls();
+    for (const auto& th : rt.threads)
+      if (th.blocked && calls[th.next].waits == op) {
+        host_pending_.push_back(rt.rank);
+        break;
+      }
+  }
   if (cfg_.progress) cfg_.progress->publish_ops(end, ++ops_done_);
   rt.first_start = std::min(rt.first_start, start);
   rt.last_end = std::max(rt.last_end, end);
@@ -547,12 +619,14 @@ ReplayResult Engine::collect(const FlowTotals& flows)
     RankRt& rt = ranks_[r];
     rt.acct.advance(end);
     TimeBreakdown b = rt.acct.b;
-    b.idle_s -= std::min(b.idle_s, start);  // before the step starts, nothing is accounted
+    b.idle_s -= std::min(b.idle_s, start); // before the step starts, nothing is accounted
+    b.host_bound_s -= std::min(b.host_bound_s, start);
     if (rt.pipeline && rt.last_end < end) { // a pipeline stage that finished early waits for the others
       const double tail = std::min(b.idle_s, end - rt.last_end);
       b.idle_s -= tail;
       b.bubble_s += tail;
     }
+    b.host_bound_s = std::min(b.host_bound_s, b.idle_s);
     out.ranks[r].breakdown = b;
     out.ranks[r].first_start = Seconds(rt.first_start == kInf ? 0 : rt.first_start);
     out.ranks[r].last_end = Seconds(rt.last_end);
@@ -561,6 +635,7 @@ ReplayResult Engine::collect(const FlowTotals& flows)
     m.compute_s += b.compute_s / n;
     m.bubble_s += b.bubble_s / n;
     m.idle_s += b.idle_s / n;
+    m.host_bound_s += b.host_bound_s / n;
     for (std::size_t k = 0; k < kGroupKinds; ++k) {
       m.exposed_s[k] += b.exposed_s[k] / n;
       m.comm_s[k] += b.comm_s[k] / n;

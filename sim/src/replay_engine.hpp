@@ -42,12 +42,15 @@ struct Program {
   double flops = 0;        ///< sum over the program's compute ops
   double min_issue = kInf; ///< earliest host issue time of the program, when it has issue times
   bool has_issue = false;
+  /// HostLaunch::Model on a program with host calls: [begin, end) of each thread's calls in g->host_calls().
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> threads;
 };
 
 /// Accounting of one rank's time: what is active (compute, communication per group kind, bubble) since `last`.
 struct Acct {
   double last = 0;
   int compute = 0, bubble = 0;
+  int host_wait = 0; ///< lanes whose next op is ready but for its host launch
   std::array<int, kGroupKinds> comm{};
   TimeBreakdown b;
   void advance(double now);
@@ -62,6 +65,7 @@ struct LaneState {
   std::uint32_t run_end = 0; ///< a running compute op: one past the last op of the run it heads
   bool busy = false;         ///< ops[next] has started
   bool retry = false;        ///< a retry at its host launch time is posted
+  bool host_wait = false;    ///< counted in Acct::host_wait
   std::int8_t holds = kHoldNothing;
   double start = 0;
   // A running GEMM whose SMs NCCL may share (ReplayOptions::nccl_sms): the fraction of its work left at `seg_start`,
@@ -102,6 +106,16 @@ struct RankRt {
   std::uint32_t outstanding = 0;
   std::vector<double> issue;
   std::vector<std::uint32_t> host_waiters; ///< lanes whose next op the host has not issued yet
+  /// HostLaunch::Model: the rank's host threads replaying the trace's calls.
+  struct Thread {
+    std::uint32_t next = 0, end = 0; ///< the call to run next, one past the thread's last
+    double clock = 0;                ///< when the call `next` starts
+    bool blocked = false;            ///< `next` is a synchronisation waiting for its op
+  };
+  bool trace_host = false;
+  std::vector<Thread> threads;
+  std::vector<double> call_start; ///< per host call: when it started (NaN until the thread reaches it)
+  std::vector<double> op_end;     ///< per op: when it ended (NaN until done), for synchronisations
   std::uint64_t ops = 0;
 };
 
@@ -120,6 +134,8 @@ struct Instance {
   std::vector<std::pair<int, std::uint32_t>> members; ///< (rank, lane) of those that arrived
   int arrived = 0, left = 0;
   double bytes = 0;
+  double measured = kInf;   ///< measured_collectives: the shortest measured time of the members so far
+  bool all_measured = true; ///< measured_collectives: every member so far has a measured time
   std::shared_ptr<const models::Schedule> schedule; ///< flows
 };
 
@@ -237,7 +253,9 @@ private:
 
   // costs (replay_program.cpp)
   double gemm_duration(const workloads::GemmShape& gm, Bytes bytes, int sms_taken) const;
-  double one_member_duration(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op);
+  double one_member_duration(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op, int comm);
+  /// measured_collectives: ReplayOptions::collective_delta of the call (at its recorded group), cached; 0 without.
+  double collective_delta(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op, int comm, double bytes);
   int channels_of(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op, int comm);
   models::CollectiveCall call_of(const workloads::Op& op, int comm, double bytes) const;
   std::shared_ptr<const models::Schedule> schedule_for(const RankRt& rt, workloads::OpId op_id, const workloads::Op& op,
@@ -298,6 +316,10 @@ private:
   void host_advance(RankRt& rt);
   /// Hosts unblocked while an event was handled advance now.
   void flush_hosts();
+  /// HostLaunch::Model: runs thread `t` of the rank until it blocks or ends.
+  void trace_host_advance(RankRt& rt, std::uint32_t t);
+  /// HostLaunch::Model: a lane waits for (or no longer waits for) its host, for the host-bound account.
+  void set_host_wait(RankRt& rt, LaneState& st, bool waiting);
   Message& message_of(const RankRt& rt, workloads::OpId op_id) { return msgs_[rt.msgs[rt.prog->p2p_pos[op_id]]]; }
 
   const workloads::Workload& w_;
@@ -314,6 +336,7 @@ private:
   std::unordered_map<std::uint64_t, Instance> instances_;
   std::map<std::tuple<int, int, double, int>, std::shared_ptr<const models::Schedule>> schedules_;
   std::map<std::tuple<int, int, double, int>, double> analytical_;
+  std::map<std::tuple<int, int, double, int>, double> deltas_; ///< collective_delta by (comm, kind, bytes, root)
   std::vector<int> traced_;
   std::vector<TraceEvent> events_;
   std::uint64_t ops_done_ = 0; ///< over all ranks, for the progress probe only

@@ -92,6 +92,16 @@ void Engine::build_programs()
       if (op.kind == OpKind::Compute || op.kind == OpKind::Memcpy) p.duration[i] = kernel_duration(g, i, example);
       if (op.kind == OpKind::Compute) p.flops += op.flops;
     }
+    // The host threads of a trace, when the host is modelled: a synchronisation's op ends a run of compute ops (the
+    // host must learn its own end, not the run's).
+    if (opt_.host_launch == HostLaunch::Model && !g.host_calls().empty()) {
+      const auto calls = g.host_calls();
+      for (std::uint32_t c = 0; c < calls.size(); ++c) {
+        if (c == 0 || calls[c].thread != calls[c - 1].thread) p.threads.emplace_back(c, c);
+        ++p.threads.back().second;
+        if (calls[c].waits != workloads::kNone) p.external[calls[c].waits] = 1;
+      }
+    }
     for (auto& [s, ops] : by_stream) {
       p.lanes.push_back(std::move(ops));
       p.lane_stream.push_back(s);
@@ -158,11 +168,13 @@ void Engine::build_ranks()
   traced_ = traced;
   // Host launch times: the earliest launch of any rank is time 0.
   double origin = kInf;
-  const bool gate = opt_.host_launch;
+  const bool gate = opt_.host_launch != HostLaunch::Off;
   if (gate)
     for (int r = 0; r < n; ++r) {
       const Program& p = progs_[w_.ranks[r].graph];
       if (p.has_issue) origin = std::min(origin, clock_offset(r) + p.min_issue);
+      for (const auto& [b, e] : p.threads)
+        origin = std::min(origin, clock_offset(r) + p.g->host_calls()[b].start_s);
     }
   for (int r = 0; r < n; ++r) {
     RankRt& rt = ranks_[r];
@@ -171,14 +183,29 @@ void Engine::build_ranks()
     rt.done.assign(rt.prog->g->size(), 0);
     rt.comm_pos = std::move(pos[r]);
     rt.release_shift = gate && rt.prog->has_issue ? clock_offset(r) - origin : kNaN;
+    if (gate && !rt.prog->threads.empty()) {
+      rt.trace_host = true;
+      const auto calls = rt.prog->g->host_calls();
+      for (const auto& [b, e] : rt.prog->threads)
+        rt.threads.push_back({b, e, calls[b].start_s + clock_offset(r) - origin, false});
+      rt.call_start.assign(calls.size(), kNaN);
+      rt.op_end.assign(rt.prog->g->size(), kNaN);
+    }
     rt.host = opt_.host.enabled && rt.prog->g->has_host_marks() && !rt.prog->has_issue;
     if (rt.host) rt.issue.assign(rt.prog->g->size(), kNaN);
   }
   for (int r : traced)
     ranks_[r].traced = true;
-  if (gate && origin < kInf)
-    notes_.push_back("ops wait for their host launch times from the trace (the host timeline is taken as measured; "
-                     "time 0 is the earliest launch)");
+  bool modelled = false;
+  for (const auto& rt : ranks_)
+    modelled = modelled || rt.trace_host;
+  if (modelled)
+    notes_.push_back("host_launch: model: each host thread of the trace runs its runtime calls in order with its "
+                     "measured work between them; a launch releases its kernels, and a synchronisation that waited in "
+                     "the trace waits for the kernel that released it (time 0 is the earliest host call)");
+  else if (gate && origin < kInf)
+    notes_.push_back("host_launch: recorded: ops wait for their host launch times from the trace (the host timeline is "
+                     "taken as measured, whatever the GPU does; time 0 is the earliest launch)");
 }
 
 double Engine::clock_offset(int r) const
@@ -263,7 +290,11 @@ void Engine::prepare_collectives()
     for (const auto& [shape, i] : shapes[w_.ranks[r].graph]) {
       const Op& op = rt.prog->g->op(i);
       const int comm = w_.communicator_of(r, op);
-      if (comm < 0 || w_.communicators[comm].ranks.size() <= 1) continue;
+      if (comm < 0) continue;
+      const auto& c = w_.communicators[comm];
+      if (opt_.measured_collectives && (c.ranks.size() > 1 || c.recorded_ranks.size() > 1))
+        (void)collective_delta(rt, i, op, comm, op.bytes.bytes());
+      if (c.ranks.size() <= 1) continue;
       if (opt_.comm == CommModel::Analytical)
         analytical_time(rt, i, op, comm, op.bytes.bytes());
       else
@@ -287,11 +318,30 @@ int Engine::position(const RankRt& rt, int comm) const
   return -1;
 }
 
-double Engine::one_member_duration(const RankRt& rt, OpId op_id, const Op& op)
+// A communicator of one rank moves nothing: NCCL returns at once for an in-place call (the gradient all-reduce of
+// DDP and Megatron) and copies the buffer for an out-of-place one, which the op does not say; the replay charges
+// nothing. A trace's measured time is kept (a partially traced job's group restricted to its one traced member), and,
+// with measured_collectives, moved by the model's difference at the group's recorded size.
+double Engine::one_member_duration(const RankRt& rt, OpId op_id, const Op& op, int comm)
 {
-  if (auto d = rt.prog->g->measured_duration(op_id)) return d->seconds();
-  if (profile_ && profile_->kernel) return profile_->kernel_time(0, op.bytes * 2, opt_.dtype).seconds();
-  return 0;
+  const auto d = rt.prog->g->measured_duration(op_id);
+  if (!d) return 0;
+  if (opt_.measured_collectives && w_.communicators[comm].recorded_ranks.size() > 1)
+    return std::max(0.0, d->seconds() + collective_delta(rt, op_id, op, comm, op.bytes.bytes()));
+  return d->seconds();
+}
+
+double Engine::collective_delta(const RankRt& rt, OpId op_id, const Op& op, int comm, double bytes)
+{
+  if (!opt_.collective_delta) return 0;
+  const auto key = std::make_tuple(comm, static_cast<int>(op.collective_code), bytes, op.peer);
+  if (auto it = deltas_.find(key); it != deltas_.end()) return it->second;
+  models::CollectiveCall call = call_of(op, comm, bytes);
+  if (const auto& rec = w_.communicators[comm].recorded_ranks; !rec.empty()) call.ranks = rec;
+  const double d = opt_.collective_delta(
+      call, {rt.prog->g->source_file(), 0, fmt::format("rank {} {}", rt.rank, rt.prog->g->describe(op_id))});
+  deltas_.emplace(key, d);
+  return d;
 }
 
 models::CollectiveCall Engine::call_of(const Op& op, int comm, double bytes) const

@@ -226,10 +226,10 @@ TEST_F(RunModes, ProfileCollectiveCostsAreReportedPerDistinctCall)
 TEST_F(RunModes, DroppingHostLaunchesOrInferredEdgesNeverLengthensAStep)
 {
   for (const std::string model : {"analytical", "flows"}) {
-    const RunOutcome pinned = run_source("kineto", "communication: " + model + ", host_launch: true");
-    const RunOutcome free = run_source("kineto", "communication: " + model + ", host_launch: false");
-    expect_complete(pinned, model + " host_launch: true");
-    expect_complete(free, model + " host_launch: false");
+    const RunOutcome pinned = run_source("kineto", "communication: " + model + ", host_launch: recorded");
+    const RunOutcome free = run_source("kineto", "communication: " + model + ", host_launch: off");
+    expect_complete(pinned, model + " host_launch: recorded");
+    expect_complete(free, model + " host_launch: off");
     if (HasFatalFailure()) return;
     EXPECT_LE(free.summary["step_time_s"].get<double>(), pinned.summary["step_time_s"].get<double>() * (1 + 1e-12))
         << model;

@@ -108,7 +108,8 @@ topo::ClusterSpec node_of(int gpus, double nvlink_GBps)
   return s;
 }
 
-std::vector<double> replay_kineto(const std::vector<std::string>& paths, const topo::ClusterSpec& spec, bool host)
+std::vector<double> replay_kineto(const std::vector<std::string>& paths, const topo::ClusterSpec& spec,
+                                  sim::HostLaunch host)
 {
   return run_in_child([&] {
            const workloads::Workload w = workloads::read_kineto(paths);
@@ -135,9 +136,9 @@ TEST(ReplayTraces, HtaNcclDataSpansWhatTheTraceSpans)
   const std::string text = gunzip(path);
   const auto [lo, hi] = gpu_span_us(text);
   const double span = (hi - lo) * 1e-6, busiest = busiest_stream_us(text) * 1e-6;
-  const auto with_host = replay_kineto({path}, node_of(2, 300), true);
+  const auto with_host = replay_kineto({path}, node_of(2, 300), sim::HostLaunch::Model);
   EXPECT_NEAR(with_host[0], span, span * 0.01);
-  const auto gpu_only = replay_kineto({path}, node_of(2, 300), false);
+  const auto gpu_only = replay_kineto({path}, node_of(2, 300), sim::HostLaunch::Off);
   EXPECT_LT(gpu_only[0], span);
   EXPECT_GE(gpu_only[0], busiest * (1 - 1e-9));
 }
@@ -157,7 +158,7 @@ TEST(ReplayTraces, DlrmEightRanksCloseToTheJobSpan)
     hi = std::max(hi, b);
   }
   const double span = (hi - lo) * 1e-6;
-  const auto r = replay_kineto({path}, node_of(8, 150), true);
+  const auto r = replay_kineto({path}, node_of(8, 150), sim::HostLaunch::Model);
   EXPECT_LE(r[0], span);
   EXPECT_NEAR(r[0], span, span * 0.05);
 }

@@ -15,6 +15,8 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <tuple>
+#include <unordered_map>
 
 namespace railyard::workloads {
 
@@ -206,6 +208,16 @@ GroupKind kind_from_description(const std::string& text)
   return GroupKind::Other;
 }
 
+/// A runtime call in which the host waits for the device: cudaStreamSynchronize, cudaDeviceSynchronize,
+/// cudaEventSynchronize (and HIP's and the driver's), and the blocking copies (cudaMemcpy without Async).
+bool is_sync_call(const std::string& name)
+{
+  if (name.find("Synchronize") != std::string::npos) return true;
+  for (const char* copy : {"cudaMemcpy", "hipMemcpy", "cuMemcpy"})
+    if (name.rfind(copy, 0) == 0 && name.find("Async") == std::string::npos) return true;
+  return false;
+}
+
 struct GroupRef {
   std::vector<int> ranks; ///< trace ranks in group-rank order; empty: the world
   std::string name, desc;
@@ -224,6 +236,7 @@ struct PendingOp {
   double ts_us = 0, dur_us = 0;
   double launch_us = std::numeric_limits<double>::quiet_NaN(); ///< ts of the CUDA runtime call that launched it
   std::size_t event = 0;
+  std::int64_t call = -1; ///< the runtime call that launched it (index into RankTrace::calls), -1: not traced
   std::uint64_t stream_key = 0;
   Op op;
   std::string name;
@@ -242,10 +255,18 @@ public:
   }
 
 private:
+  /// A CUDA runtime (or driver) call of a host thread.
+  struct RtCall {
+    double ts_us = 0, dur_us = 0;
+    std::pair<long long, long long> thread; ///< (pid, tid)
+    std::size_t event = 0;
+    bool sync = false; ///< the host blocks in it until the device has done something (synchronize, blocking copy)
+  };
   struct RankTrace {
     int rank = 0;
     std::string file;
     std::vector<PendingOp> ops;
+    std::vector<RtCall> calls;
     std::map<std::uint64_t, std::string> stream_names;
     double t0 = 0, t1 = 0;
   };
@@ -401,6 +422,7 @@ private:
 
     // Launches by correlation id, and the host ops of each thread, to find what launched a kernel.
     std::map<long long, std::size_t> launch;
+    std::unordered_map<std::size_t, std::size_t> call_of_event;
     std::map<std::pair<long long, long long>, std::vector<std::size_t>> host_ops;
     const auto& ev = *events;
     for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -411,7 +433,19 @@ private:
       const std::string field = fmt::format("rank {} event {}", t.rank, i);
       if (cat == "cuda_runtime" || cat == "cuda_driver") {
         if (const json* c = arg(e, "correlation")) launch[ident(doc.name, field, "args.correlation", *c)] = i;
-        if (e.contains("ts")) (void)measured_us(doc.name, field, "ts", e["ts"], false);
+        if (e.contains("ts") && e.value("ph", "") == "X") {
+          RtCall call;
+          call.ts_us = measured_us(doc.name, field, "ts", e["ts"], false);
+          call.dur_us = measured_us(doc.name, field, "dur", e.value("dur", json(0)), true);
+          call.thread = {ident(doc.name, field, "pid", e.value("pid", json(0))),
+                         ident(doc.name, field, "tid", e.value("tid", json(0)))};
+          call.event = i;
+          call.sync = is_sync_call(e.value("name", ""));
+          call_of_event[i] = t.calls.size();
+          t.calls.push_back(call);
+        } else if (e.contains("ts")) {
+          (void)measured_us(doc.name, field, "ts", e["ts"], false);
+        }
       } else if ((cat == "cpu_op" || cat == "user_annotation") && e.value("ph", "") == "X") {
         // Their times decide which host op launched a kernel: checked like the GPU events' own.
         (void)measured_us(doc.name, field, "ts", e.value("ts", json(0)), false);
@@ -441,6 +475,9 @@ private:
       if (const json* c = arg(e, "correlation")) {
         auto l = launch.find(ident(doc.name, field, "args.correlation", *c));
         if (l != launch.end() && ev[l->second].contains("ts")) p.launch_us = number(ev[l->second]["ts"]);
+        if (l != launch.end())
+          if (auto k = call_of_event.find(l->second); k != call_of_event.end())
+            p.call = static_cast<std::int64_t>(k->second);
       }
       const json* s = arg(e, "stream");
       p.stream_key = static_cast<std::uint64_t>(s ? ident(doc.name, field, "args.stream", *s)
@@ -642,7 +679,18 @@ private:
       }
       std::string name = g.ranks.empty() && g.name.empty() ? "world" : "pg " + (g.name.empty() ? "?" : g.name);
       if (!g.desc.empty()) name += " (" + g.desc + ")";
+      const bool restricted =
+          partial && static_cast<int>(members.size()) < (g.ranks.empty() ? world : static_cast<int>(g.ranks.size()));
       comm_of_group[gi] = w.add_communicator(name, kind_from_description(g.desc + " " + g.name), std::move(members));
+      if (restricted) {
+        auto& recorded = w.communicators[comm_of_group[gi]].recorded_ranks;
+        if (g.ranks.empty())
+          for (int r = 0; r < world; ++r)
+            recorded.push_back(r);
+        else
+          for (int r : g.ranks)
+            if (r >= 0 && r < world) recorded.push_back(r);
+      }
     }
     // Kineto's timestamps come from one clock per job here (the collectives of the 8 DLRM ranks end at the same
     // microsecond), so each rank's origin is kept relative to the earliest one.
@@ -709,10 +757,78 @@ private:
         end = d.back().first; // overlapping records on one stream: keep the list sorted
       d.emplace_back(end, id);
     }
+    add_host_calls(t, b);
     b.set_measured_span(units::us(t.t1 - t.t0));
     b.set_clock_offset(units::us(t.t0 - t0_min));
     t.ops.clear();
+    t.calls.clear();
     return b.finish();
+  }
+
+  // The host threads' calls that launched an op of the trace or synchronised with the device, as HostCalls: each
+  // thread's calls in start order with the host's own time between them. A synchronisation waited when a GPU op
+  // launched before it ended while it ran (within 2 us: the two clocks are aligned to the microsecond); the latest
+  // such op released it. Ops are numbered in t.ops order (build adds them so).
+  void add_host_calls(const RankTrace& t, RankGraphBuilder& b)
+  {
+    std::vector<std::vector<OpId>> launched(t.calls.size());
+    std::vector<std::tuple<double, double, OpId>> by_end; // (end, launch, op)
+    for (std::size_t k = 0; k < t.ops.size(); ++k) {
+      const PendingOp& p = t.ops[k];
+      if (p.call >= 0) launched[static_cast<std::size_t>(p.call)].push_back(static_cast<OpId>(k));
+      if (!std::isnan(p.launch_us)) by_end.emplace_back(p.ts_us + p.dur_us, p.launch_us, static_cast<OpId>(k));
+    }
+    std::sort(by_end.begin(), by_end.end());
+    std::map<std::pair<long long, long long>, std::uint32_t> thread_id;
+    std::vector<std::size_t> order;
+    for (std::size_t c = 0; c < t.calls.size(); ++c)
+      if (!launched[c].empty() || t.calls[c].sync) {
+        order.push_back(c);
+        thread_id.emplace(t.calls[c].thread, 0);
+      }
+    if (order.empty()) return;
+    std::vector<std::string> labels;
+    for (auto& [key, id] : thread_id) {
+      id = static_cast<std::uint32_t>(labels.size());
+      labels.push_back(fmt::format("thread {}", key.second));
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t c) {
+      const RtCall& x = t.calls[a];
+      const RtCall& y = t.calls[c];
+      return std::tuple(thread_id[x.thread], x.ts_us, x.event) < std::tuple(thread_id[y.thread], y.ts_us, y.event);
+    });
+    constexpr double kClockSlackUs = 2.0;
+    std::vector<HostCall> calls;
+    calls.reserve(order.size());
+    for (std::size_t c : order) {
+      const RtCall& r = t.calls[c];
+      HostCall h;
+      h.start_s = units::us(r.ts_us - t.t0).seconds();
+      h.duration_s = units::us(r.dur_us).seconds();
+      h.thread = thread_id[r.thread];
+      if (!calls.empty() && calls.back().thread == h.thread)
+        h.gap_s = h.start_s - (calls.back().start_s + calls.back().duration_s);
+      if (r.sync) {
+        const double end = r.ts_us + r.dur_us;
+        auto it = std::upper_bound(by_end.begin(), by_end.end(),
+                                   std::tuple(end + kClockSlackUs, std::numeric_limits<double>::infinity(), kNone));
+        while (it != by_end.begin()) {
+          --it;
+          const auto& [op_end, op_launch, op] = *it;
+          if (op_end <= r.ts_us) break;
+          if (op_launch <= r.ts_us) {
+            h.waits = op;
+            h.tail_s = units::us(std::max(0.0, end - op_end)).seconds();
+            break;
+          }
+        }
+      }
+      const auto index = static_cast<std::uint32_t>(calls.size());
+      for (OpId op : launched[c])
+        b.set_launch_call(op, index);
+      calls.push_back(h);
+    }
+    b.set_host_calls(std::move(calls), std::move(labels));
   }
 
   KinetoOptions options_;

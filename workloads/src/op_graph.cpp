@@ -167,6 +167,7 @@ OpId RankGraphBuilder::add(Op op, std::string_view name)
   if (!graph_.issue_s_.empty()) graph_.issue_s_.push_back(std::numeric_limits<double>::quiet_NaN());
   if (!graph_.gemm_.empty()) graph_.gemm_.emplace_back();
   if (!graph_.host_marks_.empty()) graph_.host_marks_.push_back(0);
+  if (!graph_.launch_call_.empty()) graph_.launch_call_.push_back(kNone);
   return id;
 }
 
@@ -197,6 +198,19 @@ void RankGraphBuilder::set_issue_time(OpId op, Seconds at)
   auto& v = graph_.issue_s_;
   if (v.empty()) v.assign(graph_.ops_.size(), std::numeric_limits<double>::quiet_NaN());
   v[op] = at.seconds();
+}
+
+void RankGraphBuilder::set_host_calls(std::vector<HostCall> calls, std::vector<std::string> threads)
+{
+  graph_.host_calls_ = std::move(calls);
+  graph_.host_threads_ = std::move(threads);
+}
+
+void RankGraphBuilder::set_launch_call(OpId op, std::uint32_t call)
+{
+  auto& v = graph_.launch_call_;
+  if (v.empty()) v.assign(graph_.ops_.size(), kNone);
+  v[op] = call;
 }
 
 void RankGraphBuilder::add_host_marks(OpId op, std::uint8_t marks)
@@ -275,7 +289,7 @@ int Workload::peer_global_rank(int rank, const Op& op) const
 int Workload::add_communicator(std::string name, GroupKind kind, std::vector<int> members)
 {
   int id = static_cast<int>(communicators.size());
-  communicators.push_back(Communicator{id, std::move(name), kind, std::move(members)});
+  communicators.push_back(Communicator{id, std::move(name), kind, std::move(members), {}});
   return id;
 }
 
@@ -386,6 +400,23 @@ void check_graph(const RankGraph& g, int rank, Problems& p)
                           gm->n, gm->k, gm->batch, gm->flops(), op.flops),
               "give the op the FLOPs of its shape");
     }
+    if (const std::uint32_t c = g.launch_call(i); c != kNone && c >= g.host_calls().size())
+      p.add(g, rank, i, fmt::format("names host call {} of {}", c, g.host_calls().size()),
+            "name a host call of the rank");
+  }
+  // Host calls (a reader's own output): in thread order, each thread's calls in start order, times within range.
+  const auto calls = g.host_calls();
+  for (std::size_t c = 0; c < calls.size() && !p.full(); ++c) {
+    const HostCall& h = calls[c];
+    const bool ordered = c == 0 || calls[c - 1].thread < h.thread ||
+                         (calls[c - 1].thread == h.thread && calls[c - 1].start_s <= h.start_s);
+    const bool finite = std::abs(h.start_s) <= limits::kMaxSeconds && h.duration_s >= 0 &&
+                        h.duration_s <= limits::kMaxSeconds && std::abs(h.gap_s) <= limits::kMaxSeconds &&
+                        h.tail_s >= 0 && h.tail_s <= limits::kMaxSeconds;
+    if (!ordered || !finite || h.thread >= g.host_threads().size() || (h.waits != kNone && h.waits >= n))
+      p.add_global(g.source_file(), fmt::format("rank {} host call {}", rank, c),
+                   "a host call is out of order, out of range or names an op or thread the rank does not have",
+                   "give the trace as it was recorded");
   }
   if (p.full()) return;
 

@@ -4,6 +4,7 @@
 
 #include "railyard/common/yaml.hpp"
 #include "railyard/sim/replay.hpp"
+#include "railyard/topologies/topology.hpp"
 #include "railyard/workloads/generator.hpp"
 #include "railyard/workloads/readers.hpp"
 
@@ -27,6 +28,11 @@ struct WorkloadSpec {
   std::string comm_group_file;           ///< chakra: comm_group.json (resolved), empty: next to the traces
   workloads::LayerWorkloadOptions layer; ///< text formats: world_size, model_parallel, tick
   bool infer_cross_stream_deps = true;   ///< kineto
+  /// `recorded_on:` the cluster the trace was recorded on (a `cluster:` block). With `replay.collectives: measured`
+  /// each collective takes its measured time plus the model's difference between the scenario's cluster and this
+  /// one (the what-if); without it, its measured time as is.
+  std::optional<topo::ClusterSpec> recorded_on;
+  InputLocation recorded_on_where;
   sim::ReplayOptions replay;
   /// `replay.communication` was written; else run_workload picks: coupled on a multi-node cluster (flows when the
   /// network turns on DCQCN or PFC, which coupled does not model yet), flows inside one node.

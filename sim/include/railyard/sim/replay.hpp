@@ -57,6 +57,21 @@ std::string to_string(CommModel m);
 /// and the CLI tests run each of them through the binary.
 inline constexpr std::array kCommModels{CommModel::Flows, CommModel::Analytical, CommModel::Ideal, CommModel::Coupled};
 
+/// How a replay treats the host threads of a trace that recorded them (Kineto's runtime calls).
+enum class HostLaunch : std::uint8_t {
+  /// GPU only: ops start as soon as their stream and dependencies allow (the host never holds the GPU back).
+  Off,
+  /// The host timeline as recorded: each op waits for its recorded launch time, whatever the GPU does (a what-if
+  /// that changes the GPU's time cannot move the host).
+  Recorded,
+  /// The host as a dependency graph (workloads::HostCall): each thread runs its calls in order with its measured
+  /// work between them; a launch releases its ops; a synchronisation that waited in the trace waits for the op that
+  /// released it. A host that ran ahead keeps running ahead; a host blocked on a sync waits for the new GPU time.
+  Model,
+};
+std::string to_string(HostLaunch h);
+inline constexpr std::array kHostLaunchModes{HostLaunch::Off, HostLaunch::Recorded, HostLaunch::Model};
+
 /// The training framework's host thread (PyTorch and Megatron's Python), on programs that carry HostMark bits (the
 /// generator's; a trace's own launch times are host_launch's). Each rank's host issues its ops in op id order, paying
 /// `launch_s` per kernel (compute, memcpy), `collective_s` per communication call (collective, send, receive),
@@ -84,8 +99,15 @@ struct ReplayOptions {
   /// Analytical and Ideal run on Railyard's own discrete-event loop (no SimGrid actors: the same results, tens of
   /// times faster); false drives the same engine by SimGrid actors, as Flows is, as a cross-check of the two drivers.
   bool discrete_events = true;
-  bool measured_durations = true; ///< use a trace's measured compute durations where it has them
-  bool host_launch = true;        ///< hold a traced op until its host launch time (Kineto launch events)
+  bool measured_durations = true;             ///< use a trace's measured compute durations where it has them
+  HostLaunch host_launch = HostLaunch::Model; ///< how a trace's host threads hold its ops back (HostLaunch)
+  /// Analytical: a traced collective takes its measured time (the shortest over its members: the last to arrive
+  /// waited for nobody) plus collective_delta of the call, instead of its modelled time. A one-member communicator
+  /// of a partially traced job is timed as its recorded group (workloads::Communicator::recorded_ranks).
+  bool measured_collectives = false;
+  /// With measured_collectives: seconds to add to a collective's measured time (the model's time of the call on the
+  /// replayed cluster minus on the one the trace was recorded on). Empty: none.
+  std::function<double(const models::CollectiveCall&, const InputLocation&)> collective_delta;
   /// Event loop with a profile that has a `gemm:` block: GEMMs overlapping collectives of their rank run on the SMs
   /// NCCL's channels leave. false: every GEMM has all SMs.
   bool nccl_sms = true;
@@ -122,6 +144,8 @@ struct TimeBreakdown {
   std::array<double, kGroupKinds> exposed_s{}; ///< exposed communication by group kind
   double bubble_s = 0;
   double idle_s = 0;
+  /// Part of idle_s: no op runs and some stream waits for the host to launch its next op (host-bound time).
+  double host_bound_s = 0;
   std::array<double, kGroupKinds> comm_s{}; ///< all communication time by kind, overlapped or not
   [[nodiscard]] double exposed_total() const;
   [[nodiscard]] double total() const { return compute_s + exposed_total() + bubble_s + idle_s; }

@@ -55,6 +55,9 @@ struct Communicator {
   std::string name;
   GroupKind kind = GroupKind::Other;
   std::vector<int> ranks;
+  /// A trace that holds only some ranks of its job: the group's ranks in the traced job (ranks of the job, not of the
+  /// workload), so a replay can time its collectives at their recorded size. Empty: `ranks` is the whole group.
+  std::vector<int> recorded_ranks;
 };
 
 enum class OpKind : std::uint8_t {
@@ -110,6 +113,24 @@ enum HostMark : std::uint8_t {
                        ///< batch_p2p_sync: torch.cuda.synchronize() after batch_isend_irecv)
 };
 
+/// No op (HostCall::waits of a call that did not wait, RankGraph::launch_call of an op no traced call launched).
+inline constexpr std::uint32_t kNone = 0xFFFFFFFFU;
+
+/// One call of a host thread into the GPU runtime, as a trace recorded it (Kineto's cuda_runtime events): a launch
+/// (cudaLaunchKernel, cudaMemcpyAsync, ...) or a synchronisation (cudaStreamSynchronize, cudaDeviceSynchronize,
+/// cudaEventSynchronize, a blocking cudaMemcpy). A replay that models the host (sim: `host_launch: model`) runs each
+/// thread's calls in order: a call starts `gap_s` after the previous one ended (the host's own work between them, as
+/// measured), a launch releases its ops at its start, and a synchronisation that waited in the trace ends when the op
+/// that released it ends, plus `tail_s`. Times are on the clock of RankGraph::measured_start.
+struct HostCall {
+  double start_s = 0;    ///< recorded start
+  double duration_s = 0; ///< recorded duration
+  double gap_s = 0;      ///< recorded start minus the end of the thread's previous call (0 for its first; < 0: nested)
+  std::uint32_t waits = kNone; ///< a synchronisation that waited: the op whose end released it (kNone: none)
+  double tail_s = 0;           ///< `waits`: recorded end minus that op's recorded end (the host's wake-up), >= 0
+  std::uint32_t thread = 0;    ///< host thread, 0, 1, ... (calls of one thread are consecutive, in start order)
+};
+
 /// What the per-op source ids of a program are, for error messages.
 enum class SourceKind : std::uint8_t {
   Generated,  ///< no source file: the op id is the id
@@ -161,6 +182,13 @@ public:
   [[nodiscard]] std::uint8_t host_marks(OpId id) const { return host_marks_.empty() ? 0 : host_marks_[id]; }
   [[nodiscard]] bool has_host_marks() const { return !host_marks_.empty(); }
 
+  /// The host threads' runtime calls (traces with launch events): sorted by thread, then start. Empty otherwise.
+  [[nodiscard]] std::span<const HostCall> host_calls() const { return host_calls_; }
+  /// The host call that launched op `id` (an index into host_calls()), or kNone.
+  [[nodiscard]] std::uint32_t launch_call(OpId id) const { return launch_call_.empty() ? kNone : launch_call_[id]; }
+  /// Labels of the host threads ("thread 4037"), indexed by HostCall::thread.
+  [[nodiscard]] const std::vector<std::string>& host_threads() const { return host_threads_; }
+
   /// Labels of streams for timelines ("compute", "stream 7", "nccl"); streams without one have none.
   [[nodiscard]] const std::map<StreamId, std::string>& stream_labels() const { return stream_labels_; }
 
@@ -181,6 +209,9 @@ private:
   std::vector<GemmShape> gemm_;           // empty, or one per op (batch 0 where the op is no GEMM)
   std::vector<std::uint8_t> host_marks_;  // empty, or one per op (HostMark bits)
   std::map<StreamId, std::string> stream_labels_;
+  std::vector<HostCall> host_calls_;
+  std::vector<std::uint32_t> launch_call_; // empty, or one per op (kNone where no call launched it)
+  std::vector<std::string> host_threads_;
 };
 
 /// Builds a RankGraph: add ops in any order, add dependencies at any time (also forward ones), then finish().
@@ -202,6 +233,10 @@ public:
   void add_host_marks(OpId op, std::uint8_t marks);
   void set_clock_offset(Seconds offset) { graph_.clock_offset_ = offset; }
   void set_stream_label(StreamId s, std::string label) { graph_.stream_labels_[s] = std::move(label); }
+  /// Sets the host threads' calls (sorted by thread, then start; see HostCall) and their thread labels.
+  void set_host_calls(std::vector<HostCall> calls, std::vector<std::string> threads);
+  /// Op `op` was launched by host call `call` (an index into the calls set_host_calls gives).
+  void set_launch_call(OpId op, std::uint32_t call);
   [[nodiscard]] std::size_t size() const { return graph_.ops_.size(); }
   [[nodiscard]] Op& op(OpId id) { return graph_.ops_[id]; }
 
