@@ -660,13 +660,14 @@ private:
   {
     const InputLocation where{f.path, 0, fmt::format("rank {} node {}", f.rank, node.id())};
     if (kind == DepList::Data)
-      throw InputError(where,
-                       fmt::format("node {} depends on node {} through its data_deps, but no node {} is in this file: "
-                                   "data_deps give the execution order, so node {} could never run",
-                                   node.id(), missing, missing, node.id()),
-                       fmt::format("remove {} from the data_deps of node {}, or give the whole file (one cut short, or "
-                                   "another rank's?)",
-                                   missing, node.id()));
+      throw InputError(
+          where,
+          fmt::format("node {} depends on node {} through its data_deps, but no node {} is in this file: "
+                      "data_deps give the execution order, so node {} could never run",
+                      node.id(), missing, missing, node.id()),
+          fmt::format("remove {} from the data_deps of node {}, or give the complete file (this one may be cut "
+                      "short, or come from another run)",
+                      missing, node.id()));
     throw InputError(
         where,
         fmt::format("node {} depends on node {} through its ctrl_deps, but no node {} is in this file "
