@@ -138,7 +138,10 @@ TEST(KinetoReader, DlrmArchiveHasFiveAllToAllAndThreeAllReducePerRank)
   Workload w = read_kineto({kDlrm});
   ASSERT_EQ(w.world_size(), static_cast<int>(traces.size()));
   ASSERT_EQ(w.world_size(), 8); // README: 8 x V100, world_size 8
-  EXPECT_TRUE(w.notes.empty()) << w.notes.front();
+  // Every rank traced: the one note is the world group's kind (DLRM's only group: its MLP's data parallel
+  // all-reduces and its embeddings' all-to-alls).
+  ASSERT_EQ(w.notes.size(), 1U);
+  EXPECT_TRUE(has(w.notes.front(), "'world' is DP: the whole job of 8 ranks")) << w.notes.front();
   for (const auto& [rank, trace] : traces) {
     Expected x = count(trace);
     const RankGraph& g = w.graph_of(rank);
@@ -205,6 +208,69 @@ TEST(KinetoReader, HtaNcclDataUsesKernelArgs)
     if (op.kind == OpKind::Collective && !first) first = &op;
   ASSERT_NE(first, nullptr);
   EXPECT_TRUE(has(w.communicators[w.communicator_of(0, *first)].name, "default_pg"));
+}
+
+// Group kinds (issue 16): from a group's name where one of its words names a kind (the first such word: Megatron's
+// DATA_PARALLEL_GROUP_WITH_CP is data parallel), else from its ranks in the job, Megatron's order (tensor parallel
+// innermost): the whole job is data parallel (DDP's default group), consecutive ranks tensor parallel, evenly spaced
+// ones data parallel, or expert parallel when they carry all-to-alls. Each inference is a note.
+TEST(KinetoReader, GroupKindsFromNamesAndRankPatterns)
+{
+  struct Group {
+    std::string name, desc, ranks, collective;
+    GroupKind want;
+  };
+  const std::vector<Group> groups = {
+      {"1", "TENSOR_MODEL_PARALLEL_GROUP", "[0, 1]", "allreduce", GroupKind::TP},
+      {"2", "", "[0, 1, 2, 3]", "allreduce", GroupKind::TP},
+      {"3", "", "[0, 4]", "allreduce", GroupKind::DP},
+      {"4", "DATA_PARALLEL_GROUP_WITH_CP", "[0, 2]", "allreduce", GroupKind::DP},
+      {"5", "", "[0, 2, 4, 6]", "all_to_all", GroupKind::EP},
+      {"0", "default_pg", "[0, 1, 2, 3, 4, 5, 6, 7]", "allreduce", GroupKind::DP},
+  };
+  json ev = json::array();
+  double ts = 0;
+  for (const Group& g : groups) {
+    const bool a2a = g.collective == "all_to_all";
+    ev.push_back({{"ph", "X"},
+                  {"cat", "kernel"},
+                  {"name", a2a ? "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
+                               : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"},
+                  {"pid", 0},
+                  {"tid", 7},
+                  {"ts", ts},
+                  {"dur", 10},
+                  {"args",
+                   {{"stream", 7},
+                    {"Collective name", g.collective},
+                    {"In msg nelems", 1024},
+                    {"Out msg nelems", 1024},
+                    {"dtype", "Float"},
+                    {"Group size", std::count(g.ranks.begin(), g.ranks.end(), ',') + 1},
+                    {"Process Group Name", g.name},
+                    {"Process Group Description", g.desc},
+                    {"Process Group Ranks", g.ranks}}}});
+    ts += 20;
+  }
+  TempDir t("group_kinds");
+  const std::string path =
+      t.write("rank0.json", json{{"traceEvents", ev}, {"distributedInfo", {{"rank", 0}, {"world_size", 8}}}}.dump());
+  const Workload w = read_kineto({path});
+  for (const Group& g : groups) {
+    const auto c = std::find_if(w.communicators.begin(), w.communicators.end(),
+                                [&](const Communicator& x) { return has(x.name, "pg " + g.name); });
+    ASSERT_NE(c, w.communicators.end()) << g.name;
+    EXPECT_EQ(c->kind, g.want) << c->name;
+    const bool noted = std::any_of(w.notes.begin(), w.notes.end(), [&](const std::string& n) {
+      return has(n, "'" + c->name + "' is " + std::string(to_string(g.want)));
+    });
+    EXPECT_TRUE(noted) << c->name;
+  }
+  // HTA's nccl_data: the default group of its 2-rank DDP job.
+  const Workload hta = read_kineto({kNcclData});
+  ASSERT_EQ(hta.communicators.size(), 1U);
+  EXPECT_EQ(hta.communicators[0].kind, GroupKind::DP);
+  EXPECT_EQ(hta.communicators[0].recorded_ranks, (std::vector<int>{0, 1}));
 }
 
 TEST(KinetoReader, EveryHtaTraceLoads)
@@ -333,8 +399,8 @@ TEST(KinetoReader, ValuesOfTheWrongTypeOrRangeAreRefusedWithTheirEvent)
   const std::size_t kernel = first("kernel", nullptr);
   const std::size_t launch = first("cuda_runtime", "correlation");
   const std::vector<Case> cases = {
-      {"cat_is_a_number", [&](json& j) { j["traceEvents"][kernel]["cat"] = 5; },
-       "event " + std::to_string(kernel), "type must be string"},
+      {"cat_is_a_number", [&](json& j) { j["traceEvents"][kernel]["cat"] = 5; }, "event " + std::to_string(kernel),
+       "type must be string"},
       {"correlation_1e300", [&](json& j) { j["traceEvents"][launch]["args"]["correlation"] = 1e300; },
        "rank 0 event " + std::to_string(launch), "correlation is 1e+300"},
       {"rank_1e300", [](json& j) { j["distributedInfo"]["rank"] = 1e300; }, "distributedInfo.rank",

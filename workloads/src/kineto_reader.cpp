@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -196,16 +197,51 @@ std::vector<int> parse_rank_list(const std::string& s)
   return out;
 }
 
+// The kind a process group's name or description gives (PyTorch's pg_desc, Megatron's group names such as
+// TENSOR_MODEL_PARALLEL_GROUP, DATA_PARALLEL_GROUP_WITH_CP, EXPERT_MODEL_PARALLEL_GROUP, or tp/dp/pp/ep/cp): the first
+// word of the name that names a kind, so DATA_PARALLEL_GROUP_WITH_CP is DP. Other when no word does.
 GroupKind kind_from_description(const std::string& text)
 {
-  std::string l = detail::lower(text);
-  auto has = [&](const char* p) { return l.find(p) != std::string::npos; };
-  if (has("tensor") || has("tp_") || has("_tp")) return GroupKind::TP;
-  if (has("pipeline") || has("pp_") || has("_pp")) return GroupKind::PP;
-  if (has("expert") || has("ep_") || has("_ep")) return GroupKind::EP;
-  if (has("context") || has("cp_") || has("_cp")) return GroupKind::CP;
-  if (has("data") || has("dp_") || has("_dp")) return GroupKind::DP;
+  static const std::map<std::string, GroupKind> words = {
+      {"tensor", GroupKind::TP},    {"tp", GroupKind::TP},     {"pipeline", GroupKind::PP}, {"pp", GroupKind::PP},
+      {"embedding", GroupKind::PP}, {"expert", GroupKind::EP}, {"ep", GroupKind::EP},       {"moe", GroupKind::EP},
+      {"context", GroupKind::CP},   {"cp", GroupKind::CP},     {"data", GroupKind::DP},     {"dp", GroupKind::DP}};
+  std::string word;
+  for (char c : detail::lower(text) + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word += c;
+      continue;
+    }
+    if (auto it = words.find(word); it != words.end()) return it->second;
+    word.clear();
+  }
   return GroupKind::Other;
+}
+
+// The kind of a group whose name says none, from its ranks in the job (Megatron's rank order: tensor parallel
+// innermost, consecutive ranks) and what it carries; `why` says how, for the workload's notes.
+GroupKind kind_from_ranks(std::vector<int> ranks, int world, bool alltoall, std::string& why)
+{
+  std::sort(ranks.begin(), ranks.end());
+  const auto n = static_cast<int>(ranks.size());
+  if (n <= 1) return GroupKind::Other;
+  if (n == world) {
+    why = fmt::format("the whole job of {} ranks: data parallel, as DDP's and FSDP's default group", world);
+    return GroupKind::DP;
+  }
+  const int stride = ranks[1] - ranks[0];
+  for (int i = 2; i < n; ++i)
+    if (ranks[i] - ranks[i - 1] != stride) return GroupKind::Other;
+  if (alltoall) {
+    why = fmt::format("{} ranks {} apart carrying all-to-alls: expert parallel", n, stride);
+    return GroupKind::EP;
+  }
+  if (stride == 1) {
+    why = fmt::format("{} consecutive ranks: tensor parallel, Megatron's innermost dimension", n);
+    return GroupKind::TP;
+  }
+  why = fmt::format("{} ranks {} apart: data parallel, Megatron's dimension outside tensor parallelism", n, stride);
+  return GroupKind::DP;
 }
 
 /// A runtime call in which the host waits for the device: cudaStreamSynchronize, cudaDeviceSynchronize,
@@ -667,6 +703,11 @@ private:
     }
     // Communicators: one per distinct process group, members as workload ranks.
     std::vector<int> comm_of_group(groups_.size(), -1);
+    std::vector<char> alltoall(groups_.size(), 0);
+    for (const auto& t : traces_)
+      for (const auto& p : t.ops)
+        if (p.group >= 0 && p.op.kind == OpKind::Collective && p.op.collective() == CollectiveKind::AllToAll)
+          alltoall[static_cast<std::size_t>(p.group)] = 1;
     for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
       const GroupRef& g = groups_[gi];
       std::vector<int> members;
@@ -681,7 +722,18 @@ private:
       if (!g.desc.empty()) name += " (" + g.desc + ")";
       const bool restricted =
           partial && static_cast<int>(members.size()) < (g.ranks.empty() ? world : static_cast<int>(g.ranks.size()));
-      comm_of_group[gi] = w.add_communicator(name, kind_from_description(g.desc + " " + g.name), std::move(members));
+      GroupKind kind = kind_from_description(g.desc + " " + g.name);
+      std::string why = "its name";
+      if (kind == GroupKind::Other) {
+        std::vector<int> job_ranks = g.ranks;
+        if (job_ranks.empty())
+          for (int r = 0; r < world; ++r)
+            job_ranks.push_back(r);
+        kind = kind_from_ranks(job_ranks, world, alltoall[gi], why);
+      }
+      if (kind != GroupKind::Other)
+        w.notes.push_back(fmt::format("communicator '{}' is {}: {}", name, to_string(kind), why));
+      comm_of_group[gi] = w.add_communicator(name, kind, std::move(members));
       if (restricted) {
         auto& recorded = w.communicators[comm_of_group[gi]].recorded_ranks;
         if (g.ranks.empty())
