@@ -658,7 +658,7 @@ TEST(ChakraPyTorchTrace, ReadsFromTheArchiveInDataDepsOrder)
     }
     // COMP_NODEs, and the host side of communication (is_cpu_op), are compute ops: CPU ones on the CPU stream.
     ASSERT_EQ(op.kind, OpKind::Compute) << "node " << n.id();
-    EXPECT_EQ(op.stream, StreamId{cpu ? 1 : 0}) << "node " << n.id();
+    EXPECT_EQ(op.stream, static_cast<StreamId>(cpu ? 1 : 0)) << "node " << n.id();
     if (n.type() == ChakraProtoMsg::COMM_COLL_NODE) {
       ++host_comm;
       EXPECT_TRUE(cpu);
