@@ -28,6 +28,12 @@ struct KinetoOptions {
   /// Kineto records no cross-stream waits (cudaStreamWaitEvent targets), so by default an op also waits for the
   /// last op of every other stream that had ended before it started in the trace (happens-before by timestamps).
   bool infer_cross_stream_deps = true;
+  /// PyTorch host execution traces (ExecutionTraceObserver JSON: `.json`, `.json.gz`, or `.tar.gz`/`.tgz`/`.tar`
+  /// archives of several), one per rank: its own rank field, else the rank number in its file name (dlrm_eg_3.json
+  /// is rank 3); one alone with one Kineto trace pairs with it. Each is linked to the Kineto trace of its rank, and
+  /// an NCCL kernel whose size or process group that trace's args do not give takes them from the record_param_comms
+  /// node that launched it (workloads/README.md, "PyTorch host ET + Kineto").
+  std::vector<std::string> host_et;
 };
 
 /// Reads one or more Kineto traces: `.json`, `.json.gz`, or `.tar.gz`/`.tgz`/`.tar` archives holding several. The
