@@ -41,6 +41,7 @@ workloads::Workload load_workload(const Scenario& sc, ReplayOptions& options)
   if (f == "kineto") {
     workloads::KinetoOptions o;
     o.infer_cross_stream_deps = spec.infer_cross_stream_deps;
+    o.host_et = spec.host_et;
     return workloads::read_kineto(spec.trace_paths, o);
   }
   if (f == "simai") return workloads::read_simai_workload(spec.trace_paths.front(), spec.layer);

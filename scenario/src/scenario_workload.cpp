@@ -160,7 +160,7 @@ void parse_megatron(const YamlNode& node, WorkloadSpec& w)
 void parse_trace(const YamlNode& node, const std::string& scenario_file, WorkloadSpec& w)
 {
   node.expect_keys({"trace", "path", "comm_group", "world_size", "model_parallel", "tick", "infer_cross_stream_deps",
-                    "recorded_on", "replay"});
+                    "recorded_on", "replay", "host_et"});
   const YamlNode fmt_node = node.at("trace");
   w.trace_format = fmt_node.as_string();
   if (std::find(kTraceFormats.begin(), kTraceFormats.end(), w.trace_format) == kTraceFormats.end())
@@ -193,6 +193,19 @@ void parse_trace(const YamlNode& node, const std::string& scenario_file, Workloa
       t->fail("tick must be positive", "give the length of one time unit, e.g. '1 ns'");
   }
   w.infer_cross_stream_deps = node.bool_or("infer_cross_stream_deps", true);
+  if (auto h = node.get("host_et")) {
+    if (w.trace_format != "kineto")
+      h->fail(fmt::format("host_et pairs PyTorch host execution traces with Kineto traces; this workload's trace is {}",
+                          w.trace_format),
+              "remove host_et, or give the ranks' Kineto traces with trace: kineto and their host traces as host_et");
+    if (h->is_sequence()) {
+      for (const auto& p : h->items())
+        w.host_et.push_back(resolve_scenario_path(p, p.as_string(), scenario_file));
+    } else {
+      w.host_et.push_back(resolve_scenario_path(*h, h->as_string(), scenario_file));
+    }
+    if (w.host_et.empty()) h->fail("no host execution trace files", "give a path or a list of paths");
+  }
   if (auto rec = node.get("recorded_on")) {
     w.recorded_on = topo::parse_cluster(*rec);
     w.recorded_on_where = rec->where();

@@ -28,6 +28,7 @@ struct WorkloadSpec {
   std::string comm_group_file;           ///< chakra: comm_group.json (resolved), empty: next to the traces
   workloads::LayerWorkloadOptions layer; ///< text formats: world_size, model_parallel, tick
   bool infer_cross_stream_deps = true;   ///< kineto
+  std::vector<std::string> host_et;      ///< kineto: PyTorch host execution traces (resolved paths), `host_et:`
   /// `recorded_on:` the cluster the trace was recorded on (a `cluster:` block). With `replay.collectives: measured`
   /// each collective takes its measured time plus the model's difference between the scenario's cluster and this
   /// one (the what-if); without it, its measured time as is.
