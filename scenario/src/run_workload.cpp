@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <utility>
 
 namespace railyard::scenario {
 
@@ -47,6 +48,27 @@ workloads::Workload load_workload(const Scenario& sc, ReplayOptions& options)
   if (f == "simai") return workloads::read_simai_workload(spec.trace_paths.front(), spec.layer);
   if (f == "astrasim1") return workloads::read_astrasim1_workload(spec.trace_paths.front(), spec.layer);
   return workloads::read_aicb_physical_workload(spec.trace_paths.front(), spec.layer);
+}
+
+// A Kineto or Chakra trace replayed at `world_size:` ranks: the traced job replicated along data parallelism
+// (workloads::replicate_data_parallel). Its measured collectives (collectives: measured) ran at the traced group
+// sizes: only recorded_on's model difference can move them to the new ones.
+workloads::Workload at_world_size(const WorkloadSpec& spec, workloads::Workload w, const ReplayOptions& options)
+{
+  if (spec.kind != WorkloadSpec::Kind::Trace || (spec.trace_format != "kineto" && spec.trace_format != "chakra") ||
+      spec.layer.world_size == 0)
+    return w;
+  const InputLocation where{spec.where.file, spec.where.line, "workload.world_size"};
+  const int before = w.recorded_world > 0 ? w.recorded_world : w.world_size();
+  w = workloads::replicate_data_parallel(w, spec.layer.world_size, where);
+  if (options.measured_collectives && !spec.recorded_on && spec.layer.world_size != before)
+    throw InputError(where,
+                     fmt::format("collectives: measured keeps the times the traced job's groups took at {} ranks; at "
+                                 "{} ranks they are larger, and only the model's difference can move them",
+                                 before, spec.layer.world_size),
+                     "add workload.recorded_on (the cluster the trace was recorded on), or remove collectives: "
+                     "measured to time the collectives by the model");
+  return w;
 }
 
 // The scenario's profile: load_scenario has read it; a Scenario made in code may name one without it. Null without one.
@@ -480,21 +502,25 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
     auto lower_recorded = nccl_lowering(*recorded, scenario.nccl, scenario.step_overhead, max_steps);
     const InputLocation rec_where = scenario.workload->recorded_on_where;
     options.collective_delta = [&scenario, &topology, recorded, lower_recorded, lower = options.lower,
-                                rec_where](const models::CollectiveCall& call, const InputLocation& where) {
-      const int highest = *std::max_element(call.ranks.begin(), call.ranks.end());
-      for (const auto& [t, what, at] : {std::tuple{&topology, "cluster", InputLocation{scenario.file, 0, "cluster"}},
-                                        std::tuple{recorded.get(), "workload.recorded_on", rec_where}})
+                                rec_where](const models::CollectiveCall& call, const std::vector<int>& recorded_ranks,
+                                           const InputLocation& where) {
+      models::CollectiveCall was = call;
+      was.ranks = recorded_ranks;
+      for (const auto& [t, what, at, ranks] :
+           {std::tuple{&topology, "cluster", InputLocation{scenario.file, 0, "cluster"}, &call.ranks},
+            std::tuple{recorded.get(), "workload.recorded_on", rec_where, &std::as_const(was.ranks)}}) {
+        const int highest = *std::max_element(ranks->begin(), ranks->end());
         if (highest >= t->num_gpus())
           throw InputError(
               at,
-              fmt::format("{} has {} GPUs, but the collective at {} {} ran over ranks up to {} of the "
-                          "traced job",
-                          what, t->num_gpus(), where.file, where.field, highest),
+              fmt::format("{} has {} GPUs, but the collective at {} {} runs over ranks up to {} of the job", what,
+                          t->num_gpus(), where.file, where.field, highest),
               fmt::format("give {} at least {} GPUs (rank r of the job runs on GPU r)", what, highest + 1));
+      }
       const double now =
           isolated_collective_time(lower(call, where), topology, scenario.sim.pxn, scenario.sim.seed).seconds();
       const double before =
-          isolated_collective_time(lower_recorded(call, where), *recorded, scenario.sim.pxn, scenario.sim.seed)
+          isolated_collective_time(lower_recorded(was, where), *recorded, scenario.sim.pxn, scenario.sim.seed)
               .seconds();
       return now - before;
     };
@@ -554,6 +580,7 @@ WorkloadRunResult run_workload(const Scenario& scenario, const RunLimits& limits
   std::vector<std::string> job_names;
   if (scenario.jobs.empty()) {
     result.workload = load_workload(scenario, options);
+    result.workload = at_world_size(*scenario.workload, std::move(result.workload), options);
     if (scenario.workload->kind == WorkloadSpec::Kind::Megatron)
       result.gpu_memory.push_back(check_gpu_memory(*scenario.workload, result.workload, topology, scenario.nccl,
                                                    profile.get(), [](int r) { return r; }));

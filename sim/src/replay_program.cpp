@@ -337,9 +337,11 @@ double Engine::collective_delta(const RankRt& rt, OpId op_id, const Op& op, int 
   const auto key = std::make_tuple(comm, static_cast<int>(op.collective_code), bytes, op.peer);
   if (auto it = deltas_.find(key); it != deltas_.end()) return it->second;
   models::CollectiveCall call = call_of(op, comm, bytes);
-  if (const auto& rec = w_.communicators[comm].recorded_ranks; !rec.empty()) call.ranks = rec;
+  const auto& rec = w_.communicators[comm].recorded_ranks;
+  if (call.ranks.size() <= 1 && !rec.empty()) call.ranks = rec;
   const double d = opt_.collective_delta(
-      call, {rt.prog->g->source_file(), 0, fmt::format("rank {} {}", rt.rank, rt.prog->g->describe(op_id))});
+      call, rec.empty() ? call.ranks : rec,
+      {rt.prog->g->source_file(), 0, fmt::format("rank {} {}", rt.rank, rt.prog->g->describe(op_id))});
   deltas_.emplace(key, d);
   return d;
 }

@@ -109,3 +109,37 @@ TEST_F(CliTraceWhatIf, BadKeysAreRefusedNamingTheField)
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("replay.collectives"), std::string::npos) << r.output;
 }
+
+// A trace on a bigger cluster: HTA's nccl_data (rank 0 of a 2-GPU DDP job) at 16 ranks on two 8-GPU nodes. The
+// default group spans all 16 (notes say what was assumed); its all-reduces now cross the NICs, so communication takes
+// longer than at 2 ranks on one node, and the step is no shorter. collectives: measured cannot grow the groups'
+// measured times without recorded_on.
+TEST_F(CliTraceWhatIf, ATraceOnABiggerCluster)
+{
+  const std::string hta =
+      std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/kineto/hta/nccl_parser_config/nccl_data.json.gz";
+  auto yaml = [&](int nodes, int world, const std::string& replay) {
+    return "name: bigger\nseed: 1\ncluster:\n  kind: " + std::string(nodes == 1 ? "single_node" : "rail_optimized") +
+           "\n  nodes: " + std::to_string(nodes) +
+           "\n  gpus_per_node: 8\n  nic: {bandwidth: 200 Gb/s}\n  fabric: {link_bandwidth: 200 Gb/s}\n"
+           "nccl: {system: dgx_a100}\nworkload:\n  trace: kineto\n  path: " +
+           hta + "\n  world_size: " + std::to_string(world) + "\n  replay: {" + replay + "}\n";
+  };
+  const auto two = run_ok("two", yaml(1, 2, "communication: analytical"));
+  const auto sixteen = run_ok("sixteen", yaml(2, 16, "communication: analytical"));
+  if (HasFailure()) return;
+  EXPECT_EQ(two["workload"]["ranks"], 2);
+  EXPECT_EQ(sixteen["workload"]["ranks"], 16);
+  EXPECT_EQ(sixteen["workload"]["communicators"], 1);
+  const auto dp = [](const nlohmann::json& s) {
+    return s["breakdown_mean_over_ranks"]["communication_incl_overlapped_s"]["dp"].get<double>();
+  };
+  EXPECT_GT(dp(sixteen), dp(two));
+  EXPECT_GE(sixteen["step_time_s"].get<double>(), two["step_time_s"].get<double>());
+  bool noted = false;
+  for (const auto& n : sixteen["workload"]["notes"])
+    noted = noted || n.get<std::string>().find("8 replicas along data parallelism") != std::string::npos;
+  EXPECT_TRUE(noted) << sixteen["workload"]["notes"];
+  expect_refused(yaml(2, 16, "collectives: measured"), "workload.world_size", "recorded_on");
+  expect_refused(yaml(2, 15, "communication: analytical"), "workload.world_size", "not a multiple");
+}

@@ -132,9 +132,12 @@ Replayed replay(const Trace& t, const topo::ClusterSpec& spec, sim::HostLaunch h
                    if (recorded) {
                      before = std::make_unique<topo::Topology>(topo::build_topology(*recorded));
                      auto lower_before = sim::nccl_lowering(*before, sim::NcclSettings{}, Seconds(0));
-                     o.collective_delta = [&, lower_before](const models::CollectiveCall& c, const InputLocation& at) {
+                     o.collective_delta = [&, lower_before](const models::CollectiveCall& c,
+                                                            const std::vector<int>& rec, const InputLocation& at) {
+                       models::CollectiveCall was = c;
+                       was.ranks = rec;
                        return sim::isolated_collective_time(o.lower(c, at), topology, false, 0).seconds() -
-                              sim::isolated_collective_time(lower_before(c, at), *before, false, 0).seconds();
+                              sim::isolated_collective_time(lower_before(was, at), *before, false, 0).seconds();
                      };
                    }
                    const auto r = sim::replay_workload(w, topology, {}, nullptr, o);

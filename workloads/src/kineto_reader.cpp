@@ -1165,6 +1165,11 @@ private:
       t0_min = std::min(t0_min, t.t0);
     for (auto& t : traces_)
       w.add_rank(build(t, comm_of_group, t0_min));
+    if (partial) {
+      w.recorded_world = world;
+      for (const auto& t : traces_)
+        w.recorded_ranks.push_back(t.rank);
+    }
     if (unknown_sizes_ > 0)
       w.notes.push_back(fmt::format("{} NCCL kernels had no size in the trace (first: {}); their size is 0 bytes",
                                     unknown_sizes_, unknown_size_example_));

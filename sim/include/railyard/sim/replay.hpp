@@ -105,9 +105,12 @@ struct ReplayOptions {
   /// waited for nobody) plus collective_delta of the call, instead of its modelled time. A one-member communicator
   /// of a partially traced job is timed as its recorded group (workloads::Communicator::recorded_ranks).
   bool measured_collectives = false;
-  /// With measured_collectives: seconds to add to a collective's measured time (the model's time of the call on the
-  /// replayed cluster minus on the one the trace was recorded on). Empty: none.
-  std::function<double(const models::CollectiveCall&, const InputLocation&)> collective_delta;
+  /// With measured_collectives: seconds to add to a collective's measured time: the model's time of the call as it
+  /// runs (its communicator; a one-member one of a partial trace at its recorded group) on the replayed cluster minus
+  /// the time of the call as it was recorded (ranks `recorded`: the group in the traced job) on the cluster the trace
+  /// was recorded on. Empty: none.
+  std::function<double(const models::CollectiveCall& call, const std::vector<int>& recorded, const InputLocation&)>
+      collective_delta;
   /// Event loop with a profile that has a `gemm:` block: GEMMs overlapping collectives of their rank run on the SMs
   /// NCCL's channels leave. false: every GEMM has all SMs.
   bool nccl_sms = true;

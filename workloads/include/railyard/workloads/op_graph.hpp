@@ -260,6 +260,10 @@ struct Workload {
     std::vector<std::int32_t> comm_map; ///< slot -> communicator id; empty: slot is the communicator id
   };
   std::vector<Rank> ranks; ///< indexed by global rank
+  /// A trace of some ranks of a job: the job's size, and each workload rank's rank in the job (a reader renumbers the
+  /// traced ranks 0..n-1). 0 and empty: the workload is the whole job, rank r is job rank r.
+  int recorded_world = 0;
+  std::vector<int> recorded_ranks;
 
   [[nodiscard]] int world_size() const { return static_cast<int>(ranks.size()); }
   [[nodiscard]] const RankGraph& graph_of(int rank) const { return *graphs[ranks[rank].graph]; }
@@ -273,6 +277,16 @@ struct Workload {
   /// Adds a program for one rank (identity slot map); ranks are added in order 0, 1, 2, ...
   void add_rank(RankGraph graph);
 };
+
+/// A traced job replayed at `world_size` ranks, a multiple m of the job's size J (Workload::recorded_world, else its
+/// world size): m replicas of the job along data parallelism, rank k J + r running job rank r's program. Every
+/// data-parallel group (GroupKind::DP) and every group of the whole job becomes one group over its members in all
+/// replicas; every other group (TP, PP, EP, CP, other) is copied into each replica. Sizes stay per rank in nccl-tests
+/// terms (an all-reduce's buffer, an all-gather's whole output), so a ZeRO shard is the group's share of them at the
+/// new size. Job ranks missing from a partial trace run the program of traced rank (r mod traced), which needs every
+/// group of the trace to span the whole job (a data-parallel job); otherwise the job's other ranks cannot be placed
+/// and it is an InputError at `where` naming the group. Notes say what was assumed.
+Workload replicate_data_parallel(const Workload& w, int world_size, const InputLocation& where);
 
 /// Checks a workload: dependency ids in range, no cycles (through dependencies and stream order), communicators
 /// and peers that exist, ranks that are members of the communicators they use, non-negative sizes, sends matched
