@@ -143,3 +143,26 @@ TEST_F(CliTraceWhatIf, ATraceOnABiggerCluster)
   expect_refused(yaml(2, 16, "collectives: measured"), "workload.world_size", "recorded_on");
   expect_refused(yaml(2, 15, "communication: analytical"), "workload.world_size", "not a multiple");
 }
+
+// A Chakra trace on a bigger cluster: ASTRA-sim's T3D trace (8 ranks, 2 x 2 x 2, one all-reduce on each dimension's
+// groups of 2 from comm_group.json) at 16 ranks: its 12 groups name no kind and are not the whole job, so each is
+// copied into both replicas; the reader's world group (the whole job) becomes one group over both. Every rank still
+// runs its three all-reduces.
+TEST_F(CliTraceWhatIf, AChakraTraceOnABiggerCluster)
+{
+  const std::string t3d =
+      std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/chakra_et/astrasim_artifacts_T3D/trace";
+  auto yaml = [&](int nodes, int world) {
+    return "name: bigger\nseed: 1\ncluster:\n  kind: " + std::string(nodes == 1 ? "single_node" : "rail_optimized") +
+           "\n  nodes: " + std::to_string(nodes) + "\n  gpus_per_node: 8\nworkload:\n  trace: chakra\n  path: " + t3d +
+           "\n  world_size: " + std::to_string(world) + "\n  replay: {communication: analytical}\n";
+  };
+  const auto eight = run_ok("eight", yaml(1, 8));
+  const auto sixteen = run_ok("sixteen", yaml(2, 16));
+  if (HasFailure()) return;
+  EXPECT_EQ(eight["workload"]["ranks"], 8);
+  EXPECT_EQ(sixteen["workload"]["ranks"], 16);
+  EXPECT_EQ(eight["workload"]["communicators"].get<int>(), 12 + 1);
+  EXPECT_EQ(sixteen["workload"]["communicators"].get<int>(), 2 * 12 + 1);
+  EXPECT_EQ(sixteen["ops_executed"].get<int>(), 2 * eight["ops_executed"].get<int>());
+}
