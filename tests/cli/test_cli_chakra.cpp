@@ -9,6 +9,7 @@
 // - a CUDA stream and the host thread each run one op at a time, so the step lasts at least the sum of the measured
 //   durations of the CPU nodes (is_cpu_op, the host-side c10d:: nodes among them) and at least that of the GPU
 //   compute nodes.
+#include "../support/trace_files.hpp"
 #include "cli_support.hpp"
 
 #include "et_def.pb.h"
@@ -25,6 +26,8 @@
 using namespace railyard::test;
 
 namespace {
+
+using railyard::test::archive_member;
 
 const std::string kFeeder =
     std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/chakra_et/chakra_feeder_tests/feeder_tests_trace.tar.gz";
@@ -57,27 +60,6 @@ std::vector<ChakraProtoMsg::Node> decode_nodes(const std::string& bytes)
     first = false;
   }
   return nodes;
-}
-
-std::string archive_member(const std::string& path, const std::string& member)
-{
-  std::string out;
-  archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_all(a);
-  if (archive_read_open_filename(a, path.c_str(), 1 << 16) == ARCHIVE_OK) {
-    archive_entry* e = nullptr;
-    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-      if (archive_entry_pathname(e) != member) continue;
-      char buf[1 << 16];
-      la_ssize_t n;
-      while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
-        out.append(buf, static_cast<std::size_t>(n));
-      break;
-    }
-  }
-  archive_read_free(a);
-  return out;
 }
 
 bool is_cpu_op(const ChakraProtoMsg::Node& n)

@@ -1,6 +1,7 @@
 // Replaying the real one-node traces in tests/data/traces against their own measured spans (derived here from the
 // trace JSON, independently of the reader), and bad input through the real binary: exit code 2 naming file, rank
 // and node.
+#include "../support/trace_files.hpp"
 #include "railyard/common/child_process.hpp"
 #include "replay_support.hpp"
 
@@ -33,39 +34,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using railyard::test::gunzip;
+using railyard::test::json_members_of_tar;
+
 const std::string kTraces = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces";
-
-std::string gunzip(const std::string& path)
-{
-  gzFile f = gzopen(path.c_str(), "rb");
-  std::string out;
-  std::array<char, 1 << 16> buf{};
-  int n;
-  while ((n = gzread(f, buf.data(), buf.size())) > 0)
-    out.append(buf.data(), n);
-  gzclose(f);
-  return out;
-}
-
-std::vector<std::string> json_members_of_tar(const std::string& path)
-{
-  std::vector<std::string> out;
-  archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_all(a);
-  archive_read_open_filename(a, path.c_str(), 1 << 16);
-  archive_entry* e;
-  while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-    const std::string name = archive_entry_pathname(e);
-    const std::string base = fs::path(name).filename().string();
-    if (name.size() < 5 || name.substr(name.size() - 5) != ".json" || base.rfind("._", 0) == 0) continue;
-    std::string data(static_cast<std::size_t>(archive_entry_size(e)), '\0');
-    archive_read_data(a, data.data(), data.size());
-    out.push_back(std::move(data));
-  }
-  archive_read_free(a);
-  return out;
-}
 
 // First start and last end (microseconds, the trace's own clock) of the GPU activity of one Kineto trace.
 std::pair<double, double> gpu_span_us(const std::string& text)

@@ -1,5 +1,6 @@
 // The Chakra reader on the real traces in tests/data/traces/chakra_et (provenance in its README.md). Expected counts
 // come from decoding the same files here with the generated protobuf classes, and from the README's description.
+#include "../support/trace_files.hpp"
 #include "railyard/workloads/readers.hpp"
 
 #include "et_def.pb.h"
@@ -25,6 +26,8 @@ using namespace railyard::workloads;
 namespace fs = std::filesystem;
 
 namespace {
+
+using railyard::test::archive_member;
 
 const std::string kChakra = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/chakra_et";
 
@@ -467,28 +470,6 @@ namespace {
 
 const std::string kFeeder = kChakra + "/chakra_feeder_tests/feeder_tests_trace.tar.gz";
 const std::string kFeederMember = "tests/data/chakra.0.et";
-
-// The bytes of one member of a tar archive (any compression libarchive reads); empty when it is not there.
-std::string archive_member(const std::string& archive_path, const std::string& member)
-{
-  std::string out;
-  archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_all(a);
-  if (archive_read_open_filename(a, archive_path.c_str(), 1 << 16) == ARCHIVE_OK) {
-    archive_entry* e = nullptr;
-    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-      if (archive_entry_pathname(e) != member) continue;
-      char buf[1 << 16];
-      la_ssize_t n;
-      while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
-        out.append(buf, static_cast<std::size_t>(n));
-      break;
-    }
-  }
-  archive_read_free(a);
-  return out;
-}
 
 // Writes a .tar.gz of `members` (name, bytes).
 void write_tgz(const fs::path& path, const std::vector<std::pair<std::string, std::string>>& members)

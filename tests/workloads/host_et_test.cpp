@@ -5,6 +5,7 @@
 //   tensors, numel x element size ([id, storage, offset, numel, element size, device]);
 // - chakra's 1.0.2-chakra.0.0.4 host ET, whose process_group:init node lists its process group, linked to a Kineto
 //   trace written here whose host ops carry the host nodes' rf_ids as "Record function id".
+#include "../support/trace_files.hpp"
 #include "railyard/workloads/readers.hpp"
 
 #include <archive.h>
@@ -26,6 +27,8 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
+
+using railyard::test::TempDir;
 
 const std::string kTraces = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces";
 const std::string kDlrmKineto = kTraces + "/kineto/param_dlrm_8rank_v100/dlrm_kineto.tar.gz";
@@ -152,22 +155,6 @@ std::string notes_of(const Workload& w)
     s += n + "\n";
   return s;
 }
-
-struct TempDir {
-  fs::path dir;
-  explicit TempDir(const std::string& name)
-  {
-    dir = fs::temp_directory_path() / ("railyard_host_et_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text)
-  {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return (dir / name).string();
-  }
-};
 
 // The message of the InputError `f` throws ("" and a test failure when it throws none).
 template <class F>

@@ -1,5 +1,6 @@
 // The Kineto reader on the real traces in tests/data/traces/kineto (provenance in tests/data/traces/README.md).
 // Expected counts and sizes are computed here from the same JSON with nlohmann-json, independently of the reader.
+#include "../support/trace_files.hpp"
 #include "railyard/workloads/readers.hpp"
 
 #include <archive.h>
@@ -22,24 +23,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using railyard::test::gunzip;
+using railyard::test::TempDir;
+
 const std::string kKineto = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/kineto";
 const std::string kDlrm = kKineto + "/param_dlrm_8rank_v100/dlrm_kineto.tar.gz";
 const std::string kNcclData = kKineto + "/hta/nccl_parser_config/nccl_data.json.gz";
 const std::string kControl = kKineto + "/hta/trace_diff_control/control.json.gz";
 const std::string kSampled0 = kKineto + "/hta/trace_filter/sampled_rank-0.json.gz";
 const std::string kSampled1 = kKineto + "/hta/trace_filter/sampled_rank-1.json.gz";
-
-std::string gunzip(const std::string& path)
-{
-  gzFile f = gzopen(path.c_str(), "rb");
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0)
-    out.append(buf, n);
-  gzclose(f);
-  return out;
-}
 
 // rank -> JSON of every *.json member of a tar.gz (skipping macOS "._" files).
 std::map<int, json> untar(const std::string& path)
@@ -113,22 +105,6 @@ bool has(const std::string& text, const std::string& part)
 {
   return text.find(part) != std::string::npos;
 }
-
-struct TempDir {
-  fs::path dir;
-  explicit TempDir(const std::string& name)
-  {
-    dir = fs::temp_directory_path() / ("railyard_kineto_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text)
-  {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return (dir / name).string();
-  }
-};
 
 } // namespace
 
