@@ -39,3 +39,28 @@ TEST_F(CliTraceKinds, TheWrongKindNamesTheRightOne)
     EXPECT_FALSE(fs::exists(dir_ / "o" / "summary.json"));
   }
 }
+
+// JSON and protobuf traces under the wrong kind: a Kineto trace read as Chakra, a Chakra ET (and an archive of them)
+// read as Kineto, PyTorch host execution traces read as Chakra or as Kineto. Each names what the file is and the
+// kind (or key) that reads it; exit 2, the file named, nothing written.
+TEST_F(CliTraceKinds, JsonAndProtobufTracesNameTheirKind)
+{
+  struct Case {
+    std::string kind, file, expect;
+  };
+  const Case cases[] = {
+      {"chakra", kTraces + "/kineto/hta/nccl_parser_config/nccl_data.json.gz", "trace: kineto"},
+      {"kineto", kTraces + "/chakra_et/astrasim_microbench_all_reduce_8npus_1MB/all_reduce.0.et", "trace: chakra"},
+      {"kineto", kTraces + "/chakra_et/chakra_feeder_tests/feeder_tests_trace.tar.gz", "trace: chakra"},
+      {"chakra", kTraces + "/pytorch_host_et/chakra_1.0.2/1.0.2-chakra.0.0.4.tgz", "workload.host_et"},
+      {"kineto", kTraces + "/kineto/param_dlrm_8rank_v100/dlrm_pytorch_et.tar.gz", "host execution trace"},
+  };
+  for (const Case& c : cases) {
+    write("s.yaml", scenario(c.kind, c.file));
+    const CliResult r = run_cli("run s.yaml --out o", "", dir_.string());
+    EXPECT_EQ(r.exit_code, 2) << c.file << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.file << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.file.substr(c.file.rfind('/') + 1)), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(dir_ / "o" / "summary.json"));
+  }
+}

@@ -113,9 +113,16 @@ TraceSet read_archive_set(const std::string& archive)
                        "keep one file per rank");
     found[rank] = RankFile{rank, m.name, std::move(m.data)};
   }
-  if (found.empty())
+  if (found.empty()) {
+    for (const auto& m : detail::read_archive(archive, {".json"}))
+      if (const std::string kind = detail::sniff_trace_kind(m.data); !kind.empty())
+        throw InputError(
+            {archive, 0, ""},
+            fmt::format("the archive holds no Chakra trace but JSON ({}: {})", m.name, detail::read_it_as(kind)),
+            "name the trace kind the archive holds in the scenario's trace:");
     throw InputError({archive, 0, ""}, "the archive holds no Chakra trace (no member named <prefix>.<rank>.et)",
                      "archive the per-rank files <prefix>.0.et, <prefix>.1.et, ...");
+  }
   set.files = contiguous_ranks(std::move(found), prefix);
   // comm_group.json in the folder of the traces, as ASTRA-sim's examples keep it (or anywhere, if only one).
   const std::string folder = prefix.substr(0, prefix.find_last_of('/') + 1);
@@ -150,6 +157,10 @@ std::vector<RankFile> find_rank_files(const std::string& prefix_in)
     const int rank = rank_of_name(digits, entry.path().string());
     found[rank] = RankFile{rank, entry.path().string(), std::nullopt};
   }
+  if ((ec || found.empty()) && fs::is_regular_file(prefix_in, ec))
+    if (const std::string kind = detail::sniff_trace_kind(detail::read_gzip_file(prefix_in)); !kind.empty())
+      throw InputError({prefix_in, 0, ""}, "not a Chakra trace set: " + detail::read_it_as(kind),
+                       "name the file's trace kind in the scenario's trace:");
   if (ec || found.empty())
     throw InputError({prefix + ".<rank>.et", 0, ""}, "no Chakra trace files found",
                      "give the prefix of files named <prefix>.0.et, <prefix>.1.et, ..., or a .tar.gz of them");

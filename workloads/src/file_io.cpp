@@ -91,4 +91,35 @@ std::vector<ArchiveMember> read_archive(const std::string& path, const std::vect
   return out;
 }
 
+std::string sniff_trace_kind(const std::string& bytes)
+{
+  std::size_t i = 0;
+  while (i < bytes.size() && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t'))
+    ++i;
+  if (i == bytes.size()) return "";
+  if (bytes[i] != '{' && bytes[i] != '[') {
+    // A Chakra ET starts with the varint length of its GlobalMetadata: a control byte, not text.
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    return c < 0x20 ? "chakra" : "";
+  }
+  // The keys sit near the start of both formats (the profiler writes schemaVersion/distributedInfo/traceEvents, the
+  // observer schema/pid/time/nodes); look in the first megabyte.
+  const std::string head = bytes.substr(i, 1 << 20);
+  if (head.find("\"traceEvents\"") != std::string::npos) return "kineto";
+  if (head.find("\"nodes\"") != std::string::npos && head.find("\"schema\"") != std::string::npos) return "host_et";
+  return "";
+}
+
+std::string read_it_as(const std::string& kind)
+{
+  if (kind == "kineto") return "it is a PyTorch profiler (Kineto) trace: read it with trace: kineto";
+  if (kind == "host_et")
+    return "it is a PyTorch host execution trace (ExecutionTraceObserver JSON): give it as workload.host_et beside "
+           "the rank's Kineto trace (trace: kineto), or convert it with chakra's converter into a Chakra ET";
+  if (kind == "chakra")
+    return "it is not JSON but a binary Chakra execution trace (protobuf .et): read it with "
+           "trace: chakra";
+  return "";
+}
+
 } // namespace railyard::workloads::detail

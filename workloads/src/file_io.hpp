@@ -21,4 +21,11 @@ std::vector<ArchiveMember> read_archive(const std::string& path, const std::vect
 
 bool ends_with(const std::string& s, const std::string& suffix);
 
+/// What kind of trace `bytes` (a file's content) look like, for naming the right `trace:` when the user picked the
+/// wrong one: "kineto" (a JSON object with traceEvents), "host_et" (a JSON object with nodes and a schema: PyTorch's
+/// ExecutionTraceObserver), "chakra" (not text: a protobuf Chakra ET), or "" when it is none of these.
+std::string sniff_trace_kind(const std::string& bytes);
+/// A sentence naming what a file of kind `kind` (sniff_trace_kind) is and how to read it; empty for "".
+std::string read_it_as(const std::string& kind);
+
 } // namespace railyard::workloads::detail

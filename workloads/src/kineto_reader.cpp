@@ -40,7 +40,14 @@ std::vector<TraceDoc> load_docs(const std::vector<std::string>& paths,
   for (const auto& p : paths) {
     if (detail::ends_with(p, ".tar.gz") || detail::ends_with(p, ".tgz") || detail::ends_with(p, ".tar")) {
       auto members = detail::read_archive(p, {".json"});
-      if (members.empty()) throw InputError({p, 0, ""}, "the archive holds no .json trace", archive_fix);
+      if (members.empty()) {
+        if (const auto ets = detail::read_archive(p, {".et"}); !ets.empty())
+          throw InputError(
+              {p, 0, ""},
+              fmt::format("the archive holds no .json trace but Chakra execution traces ({}, ...)", ets.front().name),
+              "read it with trace: chakra");
+        throw InputError({p, 0, ""}, "the archive holds no .json trace", archive_fix);
+      }
       std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
       for (auto& m : members)
         docs.push_back({std::move(m.name), std::move(m.data)});
@@ -772,6 +779,10 @@ private:
     try {
       j = json::parse(doc.text);
     } catch (const json::parse_error& e) {
+      if (const std::string kind = detail::sniff_trace_kind(doc.text); kind == "chakra")
+        fail(doc.name, "rank unknown", "not a Kineto trace: " + detail::read_it_as(kind),
+             "write trace: chakra in the scenario, with the prefix of the per-rank .et files (or their .tar.gz) as "
+             "path");
       fail(doc.name, fmt::format("rank {} byte {}", guess_rank(doc.text), e.byte),
            fmt::format("malformed JSON: {}", e.what()), "give the trace as the profiler wrote it (Chrome trace JSON)");
     } catch (const json::out_of_range& e) {
