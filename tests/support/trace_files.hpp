@@ -11,6 +11,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,11 @@ inline std::string gunzip(const std::string& path)
   return out;
 }
 
-/// Every `*.json` member of a tar archive (any compression libarchive reads), macOS `._` files skipped, in archive
-/// order.
-inline std::vector<std::string> json_members_of_tar(const std::string& path)
+/// Every `*.json` member of a tar archive (any compression libarchive reads) by its path in the archive, macOS `._`
+/// files skipped.
+inline std::map<std::string, std::string> json_members_by_name(const std::string& path)
 {
-  std::vector<std::string> out;
+  std::map<std::string, std::string> out;
   archive* a = archive_read_new();
   archive_read_support_filter_all(a);
   archive_read_support_format_all(a);
@@ -46,12 +47,24 @@ inline std::vector<std::string> json_members_of_tar(const std::string& path)
       if (archive_entry_filetype(e) != AE_IFREG || name.size() < 5 || name.substr(name.size() - 5) != ".json" ||
           base.rfind("._", 0) == 0)
         continue;
-      std::string data(static_cast<std::size_t>(archive_entry_size(e)), '\0');
-      archive_read_data(a, data.data(), data.size());
-      out.push_back(std::move(data));
+      std::string data;
+      std::array<char, 1 << 16> buf{};
+      la_ssize_t n;
+      while ((n = archive_read_data(a, buf.data(), buf.size())) > 0)
+        data.append(buf.data(), static_cast<std::size_t>(n));
+      out[name] = std::move(data);
     }
   }
   archive_read_free(a);
+  return out;
+}
+
+/// The same members' bytes, in name order.
+inline std::vector<std::string> json_members_of_tar(const std::string& path)
+{
+  std::vector<std::string> out;
+  for (auto& [name, data] : json_members_by_name(path))
+    out.push_back(std::move(data));
   return out;
 }
 

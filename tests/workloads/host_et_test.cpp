@@ -35,39 +35,11 @@ const std::string kDlrmKineto = kTraces + "/kineto/param_dlrm_8rank_v100/dlrm_ki
 const std::string kDlrmEt = kTraces + "/kineto/param_dlrm_8rank_v100/dlrm_pytorch_et.tar.gz";
 const std::string kChakraEt = kTraces + "/pytorch_host_et/chakra_1.0.2/1.0.2-chakra.0.0.4.tgz";
 
-// Member name -> text of every *.json member of an archive, macOS "._" forks skipped.
-std::map<std::string, std::string> untar(const std::string& path)
-{
-  std::map<std::string, std::string> out;
-  archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_all(a);
-  EXPECT_EQ(archive_read_open_filename(a, path.c_str(), 1 << 16), ARCHIVE_OK);
-  archive_entry* e = nullptr;
-  while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-    const std::string name = archive_entry_pathname(e);
-    const std::string base = name.substr(name.find_last_of('/') + 1);
-    if (archive_entry_filetype(e) != AE_IFREG || base.rfind("._", 0) == 0 || name.size() < 5 ||
-        name.substr(name.size() - 5) != ".json") {
-      archive_read_data_skip(a);
-      continue;
-    }
-    std::string data;
-    char buf[1 << 16];
-    la_ssize_t n;
-    while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
-      data.append(buf, static_cast<std::size_t>(n));
-    out[name] = std::move(data);
-  }
-  archive_read_free(a);
-  return out;
-}
-
 // The DLRM host ETs by rank: dlrm_pytorch_et/dlrm_eg_K.json is rank K.
 std::map<int, json> dlrm_host_ets()
 {
   std::map<int, json> out;
-  for (auto& [name, text] : untar(kDlrmEt)) {
+  for (auto& [name, text] : railyard::test::json_members_by_name(kDlrmEt)) {
     const std::string base = name.substr(name.find_last_of('/') + 1); // dlrm_eg_K.json
     out[std::stoi(base.substr(8))] = json::parse(text);
   }
@@ -78,7 +50,7 @@ std::map<int, json> dlrm_host_ets()
 std::map<int, json> dlrm_kineto()
 {
   std::map<int, json> out;
-  for (auto& [name, text] : untar(kDlrmKineto)) {
+  for (auto& [name, text] : railyard::test::json_members_by_name(kDlrmKineto)) {
     json j = json::parse(text);
     const int rank = j["distributedInfo"]["rank"].get<int>();
     out[rank] = std::move(j);
@@ -172,7 +144,7 @@ std::string error_of(F f)
 // chakra's 1.0.2 host ET as JSON.
 json chakra_et()
 {
-  auto members = untar(kChakraEt);
+  auto members = railyard::test::json_members_by_name(kChakraEt);
   EXPECT_EQ(members.size(), 1u); // 1.0.2-chakra.0.0.4.json; the ._ fork is skipped
   return json::parse(members.begin()->second);
 }

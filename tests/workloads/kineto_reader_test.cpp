@@ -37,29 +37,11 @@ const std::string kSampled1 = kKineto + "/hta/trace_filter/sampled_rank-1.json.g
 std::map<int, json> untar(const std::string& path)
 {
   std::map<int, json> out;
-  archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_all(a);
-  EXPECT_EQ(archive_read_open_filename(a, path.c_str(), 1 << 16), ARCHIVE_OK);
-  archive_entry* e;
-  while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-    std::string name = archive_entry_pathname(e);
-    std::string base = name.substr(name.find_last_of('/') + 1);
-    if (archive_entry_filetype(e) != AE_IFREG || base.rfind("._", 0) == 0 || name.size() < 5 ||
-        name.substr(name.size() - 5) != ".json") {
-      archive_read_data_skip(a);
-      continue;
-    }
-    std::string data;
-    char buf[1 << 16];
-    la_ssize_t n;
-    while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
-      data.append(buf, n);
+  for (const auto& [name, data] : railyard::test::json_members_by_name(path)) {
     json j = json::parse(data);
-    int rank = j["distributedInfo"]["rank"].get<int>();
+    const int rank = j["distributedInfo"]["rank"].get<int>(); // before the move: C++17 moves first
     out[rank] = std::move(j);
   }
-  archive_read_free(a);
   return out;
 }
 
