@@ -110,6 +110,11 @@ void Engine::host_advance(RankRt& rt)
       rt.host_blocked = true;
   }
   rt.host_busy += rt.host_clock - before;
+  wake_host_waiters(rt);
+}
+
+void Engine::wake_host_waiters(RankRt& rt)
+{
   std::vector<std::uint32_t> lanes;
   lanes.swap(rt.host_waiters);
   for (std::uint32_t l : lanes)
@@ -153,13 +158,10 @@ void Engine::flush_hosts()
   while (!host_pending_.empty()) {
     RankRt& rt = ranks_[host_pending_.back()];
     host_pending_.pop_back();
-    if (rt.trace_host) {
+    if (!rt.threads.empty()) {
       for (std::uint32_t t = 0; t < rt.threads.size(); ++t)
         trace_host_advance(rt, t);
-      std::vector<std::uint32_t> lanes;
-      lanes.swap(rt.host_waiters);
-      for (std::uint32_t l : lanes)
-        advance_lane(rt, l);
+      wake_host_waiters(rt);
       continue;
     }
     rt.host_clock = std::max(rt.host_clock, now_);
@@ -242,7 +244,7 @@ void Engine::delivered(std::uint32_t id)
 double Engine::release_time(const RankRt& rt, OpId op) const
 {
   if (rt.host) return op < rt.host_next ? rt.issue[op] : kInf;
-  if (rt.trace_host)
+  if (!rt.threads.empty())
     if (const auto c = rt.prog->g->launch_call(op); c != workloads::kNone)
       return std::isnan(rt.call_start[c]) ? kInf : rt.call_start[c];
   if (std::isnan(rt.release_shift)) return -kInf;
@@ -566,7 +568,7 @@ void Engine::record_done(RankRt& rt, OpId op, double start, double end)
     rt.host_blocked = false;
     host_pending_.push_back(rt.rank);
   }
-  if (rt.trace_host) {
+  if (!rt.threads.empty()) {
     rt.op_end[op] = end;
     const auto calls = rt.prog->g->host_calls();
     for (const auto& th : rt.threads)

@@ -106,13 +106,12 @@ struct RankRt {
   std::uint32_t outstanding = 0;
   std::vector<double> issue;
   std::vector<std::uint32_t> host_waiters; ///< lanes whose next op the host has not issued yet
-  /// HostLaunch::Model: the rank's host threads replaying the trace's calls.
+  /// HostLaunch::Model: the rank's host threads replaying the trace's calls (none: the host is not modelled so).
   struct Thread {
     std::uint32_t next = 0, end = 0; ///< the call to run next, one past the thread's last
     double clock = 0;                ///< when the call `next` starts
     bool blocked = false;            ///< `next` is a synchronisation waiting for its op
   };
-  bool trace_host = false;
   std::vector<Thread> threads;
   std::vector<double> call_start; ///< per host call: when it started (NaN until the thread reaches it)
   std::vector<double> op_end;     ///< per op: when it ended (NaN until done), for synchronisations
@@ -318,6 +317,8 @@ private:
   void flush_hosts();
   /// HostLaunch::Model: runs thread `t` of the rank until it blocks or ends.
   void trace_host_advance(RankRt& rt, std::uint32_t t);
+  /// Lanes that waited for their host to issue an op try again.
+  void wake_host_waiters(RankRt& rt);
   /// HostLaunch::Model: a lane waits for (or no longer waits for) its host, for the host-bound account.
   void set_host_wait(RankRt& rt, LaneState& st, bool waiting);
   Message& message_of(const RankRt& rt, workloads::OpId op_id) { return msgs_[rt.msgs[rt.prog->p2p_pos[op_id]]]; }

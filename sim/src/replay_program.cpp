@@ -184,7 +184,6 @@ void Engine::build_ranks()
     rt.comm_pos = std::move(pos[r]);
     rt.release_shift = gate && rt.prog->has_issue ? clock_offset(r) - origin : kNaN;
     if (gate && !rt.prog->threads.empty()) {
-      rt.trace_host = true;
       const auto calls = rt.prog->g->host_calls();
       for (const auto& [b, e] : rt.prog->threads)
         rt.threads.push_back({b, e, calls[b].start_s + clock_offset(r) - origin, false});
@@ -198,7 +197,7 @@ void Engine::build_ranks()
     ranks_[r].traced = true;
   bool modelled = false;
   for (const auto& rt : ranks_)
-    modelled = modelled || rt.trace_host;
+    modelled = modelled || !rt.threads.empty();
   if (modelled)
     notes_.push_back("host_launch: model: each host thread of the trace runs its runtime calls in order with its "
                      "measured work between them; a launch releases its kernels, and a synchronisation that waited in "
@@ -295,7 +294,10 @@ void Engine::prepare_collectives()
       if (opt_.measured_collectives && (c.ranks.size() > 1 || c.recorded_ranks.size() > 1))
         (void)collective_delta(rt, i, op, comm, op.bytes.bytes());
       if (c.ranks.size() <= 1) continue;
-      if (opt_.comm == CommModel::Analytical)
+      // Measured collectives are timed by their schedule only where a member has no measured time (then lazily):
+      // lowering them checks them all the same. A fitted collective_time still sees every call (the summary lists
+      // them).
+      if (opt_.comm == CommModel::Analytical && (!opt_.measured_collectives || opt_.collective_time))
         analytical_time(rt, i, op, comm, op.bytes.bytes());
       else
         schedule_for(rt, i, op, comm);
