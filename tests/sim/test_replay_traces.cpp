@@ -34,26 +34,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using railyard::test::gpu_span_us;
 using railyard::test::gunzip;
 using railyard::test::json_members_of_tar;
 
 const std::string kTraces = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces";
-
-// First start and last end (microseconds, the trace's own clock) of the GPU activity of one Kineto trace.
-std::pair<double, double> gpu_span_us(const std::string& text)
-{
-  const auto j = nlohmann::json::parse(text);
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-  for (const auto& e : j.at("traceEvents")) {
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
-    const std::string cat = e.value("cat", "");
-    if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset") continue;
-    const double ts = e.at("ts").get<double>(), dur = e.value("dur", 0.0);
-    lo = std::min(lo, ts);
-    hi = std::max(hi, ts + dur);
-  }
-  return {lo, hi};
-}
 
 // Busy time of the busiest GPU stream: no replay of that trace can be shorter.
 double busiest_stream_us(const std::string& text)

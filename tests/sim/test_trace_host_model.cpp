@@ -33,19 +33,14 @@ using railyard::test::json_members_of_tar;
 
 const std::string kTraces = std::string(RAILYARD_SOURCE_DIR) + "/tests/data/traces/kineto";
 
-// First start and last end (microseconds) of the GPU activity of Kineto traces on one clock.
+// First GPU start to last GPU end of Kineto traces on one clock, in seconds.
 double gpu_span_s(const std::vector<std::string>& texts)
 {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const auto& text : texts) {
-    const auto doc = nlohmann::json::parse(text);
-    for (const auto& e : doc.at("traceEvents")) {
-      if (!e.is_object() || e.value("ph", "") != "X") continue;
-      const std::string cat = e.value("cat", "");
-      if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset") continue;
-      lo = std::min(lo, e.at("ts").get<double>());
-      hi = std::max(hi, e.at("ts").get<double>() + e.value("dur", 0.0));
-    }
+    const auto [a, b] = railyard::test::gpu_span_us(text);
+    lo = std::min(lo, a);
+    hi = std::max(hi, b);
   }
   return (hi - lo) * 1e-6;
 }

@@ -5,14 +5,18 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace railyard::test {
@@ -31,9 +35,10 @@ inline std::string gunzip(const std::string& path)
   return out;
 }
 
-/// Every `*.json` member of a tar archive (any compression libarchive reads) by its path in the archive, macOS `._`
-/// files skipped.
-inline std::map<std::string, std::string> json_members_by_name(const std::string& path)
+/// The members of a tar archive (any compression libarchive reads) whose path `keep` accepts, by path, regular files
+/// only and macOS `._` forks skipped.
+template <class Keep>
+std::map<std::string, std::string> archive_members(const std::string& path, Keep&& keep)
 {
   std::map<std::string, std::string> out;
   archive* a = archive_read_new();
@@ -43,9 +48,8 @@ inline std::map<std::string, std::string> json_members_by_name(const std::string
     archive_entry* e = nullptr;
     while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
       const std::string name = archive_entry_pathname(e);
-      const std::string base = std::filesystem::path(name).filename().string();
-      if (archive_entry_filetype(e) != AE_IFREG || name.size() < 5 || name.substr(name.size() - 5) != ".json" ||
-          base.rfind("._", 0) == 0)
+      if (archive_entry_filetype(e) != AE_IFREG ||
+          std::filesystem::path(name).filename().string().rfind("._", 0) == 0 || !keep(name))
         continue;
       std::string data;
       std::array<char, 1 << 16> buf{};
@@ -57,6 +61,13 @@ inline std::map<std::string, std::string> json_members_by_name(const std::string
   }
   archive_read_free(a);
   return out;
+}
+
+/// Every `*.json` member of a tar archive, by its path in the archive.
+inline std::map<std::string, std::string> json_members_by_name(const std::string& path)
+{
+  return archive_members(
+      path, [](const std::string& name) { return name.size() >= 5 && name.compare(name.size() - 5, 5, ".json") == 0; });
 }
 
 /// The same members' bytes, in name order.
@@ -71,23 +82,25 @@ inline std::vector<std::string> json_members_of_tar(const std::string& path)
 /// The bytes of one member of a tar archive; empty when it is not there.
 inline std::string archive_member(const std::string& path, const std::string& member)
 {
-  std::string out;
-  archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_all(a);
-  if (archive_read_open_filename(a, path.c_str(), 1 << 16) == ARCHIVE_OK) {
-    archive_entry* e = nullptr;
-    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-      if (archive_entry_pathname(e) != member) continue;
-      std::array<char, 1 << 16> buf{};
-      la_ssize_t n;
-      while ((n = archive_read_data(a, buf.data(), buf.size())) > 0)
-        out.append(buf.data(), static_cast<std::size_t>(n));
-      break;
-    }
+  auto m = archive_members(path, [&](const std::string& name) { return name == member; });
+  return m.empty() ? std::string() : std::move(m.begin()->second);
+}
+
+/// First start and last end, in microseconds on the trace's own clock, of the GPU activity (ph X events of cat
+/// kernel, gpu_memcpy, gpu_memset) of one Kineto trace.
+inline std::pair<double, double> gpu_span_us(const std::string& text)
+{
+  const auto j = nlohmann::json::parse(text);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& e : j.at("traceEvents")) {
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset") continue;
+    const double ts = e.at("ts").get<double>(), dur = e.value("dur", 0.0);
+    lo = std::min(lo, ts);
+    hi = std::max(hi, ts + dur);
   }
-  archive_read_free(a);
-  return out;
+  return {lo, hi};
 }
 
 /// A temporary folder for crafted traces (named after the test and the process), removed with everything in it.
