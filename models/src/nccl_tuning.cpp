@@ -4,6 +4,8 @@
 // two combinations could pick differently.
 #include "railyard/models/nccl_tuning.hpp"
 
+#include "railyard/models/rccl_tuning.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -317,6 +319,7 @@ NcclEnable NcclOverrides::protocol_enable(CollectiveKind kind, Protocol p) const
 
 std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo, Protocol proto)
 {
+  if (in.library == CollectiveLibrary::Rccl) return rccl_algo_cost(in, algo, proto);
   const auto func = function_index(in.collective);
   if (!func || in.nranks <= 1) return std::nullopt;
   const CollectiveKind coll = in.collective;
@@ -419,6 +422,7 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo,
 
 std::optional<Seconds> predict(const NcclTuningInput& in, Algorithm algo, Protocol proto)
 {
+  if (in.library == CollectiveLibrary::Rccl) return rccl_predict(in, algo, proto);
   if (!function_index(in.collective)) return std::nullopt;
   if (in.nranks <= 1) // updateCollCostTable: a single rank is a local copy, priced 0 on Ring/Simple only
     return algo == Algorithm::Ring && proto == Protocol::Simple ? std::optional<Seconds>(Seconds(0)) : std::nullopt;
@@ -442,6 +446,7 @@ std::optional<Seconds> predict(const NcclTuningInput& in, Algorithm algo, Protoc
 
 std::vector<NcclPrediction> table(const NcclTuningInput& in)
 {
+  if (in.library == CollectiveLibrary::Rccl) return rccl_table(in);
   std::vector<NcclPrediction> out;
   for (int a = 0; a < kNcclAlgorithms; ++a)
     for (int p = 0; p < kNcclProtocols; ++p) {
@@ -484,6 +489,7 @@ long thread_threshold(const NcclTuningInput& in, Algorithm algo, Protocol proto)
 
 std::optional<NcclChoice> choose(const NcclTuningInput& in)
 {
+  if (in.library == CollectiveLibrary::Rccl) return rccl_choose(in);
   std::optional<NcclChoice> best;
   for (const auto& entry : table(in))
     if (entry.time && (!best || *entry.time < best->time))
@@ -543,6 +549,7 @@ InputLocation field_of(const InputLocation& where, const std::string& sub)
 
 void check_request(const NcclTuningInput& in, Algorithm a, std::optional<Protocol> p, const InputLocation& where)
 {
+  if (in.library == CollectiveLibrary::Rccl) return rccl_check_request(in, a, p, where);
   const CollectiveKind kind = in.collective;
   const auto w = field_of(where, "algorithm");
   if (!function_index(kind))
@@ -618,6 +625,7 @@ void check_request(const NcclTuningInput& in, Algorithm a, std::optional<Protoco
 
 void validate(const NcclTuningInput& in, const InputLocation& where)
 {
+  if (in.library == CollectiveLibrary::Rccl) return rccl_validate(in, where);
   auto bad = [&](const std::string& field, const std::string& rule, const std::string& fix) {
     InputLocation w = where;
     w.field = where.field.empty() ? field : where.field + "." + field;
@@ -660,7 +668,10 @@ NodeSpec node_spec(NodeLayout layout)
          CpuVendor::Amd,
          "NVIDIA DGX A100 user guide: 8x A100 SXM4, 12 NVLink3 links each to six NVSwitches, 8x ConnectX-6 HDR "
          "200 Gb/s compute NICs, two GPUs and two NICs per PCIe Gen4 switch, 2x AMD EPYC 7742. NCCL counts "
-         "20 GB/s per sm80 NVLink (src/graph/topo.h), 24 GB/s per Gen4 x16 link and port speed / 8 per NIC"};
+         "20 GB/s per sm80 NVLink (src/graph/topo.h), 24 GB/s per Gen4 x16 link and port speed / 8 per NIC",
+         "",
+         BytesPerSec{0},
+         0};
     break;
   case NodeLayout::DgxH100:
     s = {"DGX H100",
@@ -675,7 +686,10 @@ NodeSpec node_spec(NodeLayout layout)
          CpuVendor::Intel,
          "NVIDIA DGX H100 user guide: 8x H100 SXM5, 18 NVLink4 links each to four NVSwitches with NVLink SHARP, 8x "
          "ConnectX-7 400 Gb/s compute NICs, one GPU and one NIC per PCIe Gen5 switch, 2x Intel Xeon 8480C. NCCL's "
-         "topology dump of such a node prints NVL[370.8], PCI[48.0] and NET[50.0] (NVIDIA/nccl-tests issue 256)"};
+         "topology dump of such a node prints NVL[370.8], PCI[48.0] and NET[50.0] (NVIDIA/nccl-tests issue 256)",
+         "",
+         BytesPerSec{0},
+         0};
     break;
   case NodeLayout::HgxB200:
     s = {"HGX B200",
@@ -690,7 +704,31 @@ NodeSpec node_spec(NodeLayout layout)
          CpuVendor::Intel,
          "NVIDIA DGX B200 user guide: 8x B200, 18 NVLink5 links each to two NVSwitches with NVLink SHARP, 8x "
          "ConnectX-7 400 Gb/s compute NICs on PCIe Gen5, 2x Intel Xeon 8570. NCCL counts 40 GB/s per sm100 NVLink "
-         "(src/graph/topo.h)"};
+         "(src/graph/topo.h)",
+         "",
+         BytesPerSec{0},
+         0};
+    break;
+  case NodeLayout::Mi300x:
+    s = {"8x MI300X",
+         8,
+         0, // compute capability is NVIDIA's; the GPU is gfx942
+         7,
+         false,
+         8,
+         units::GBps(50.0),
+         units::GBps(48.0),
+         1,
+         CpuVendor::Amd,
+         "AMD Instinct MI300X platform: 8x MI300X OAM (gfx942, 304 CUs) on a fully connected xGMI mesh, one link per "
+         "GPU pair (7 per GPU), no switch; each GPU on PCIe Gen5 x16 with its own NIC (400 Gb/s assumed), 2x AMD EPYC "
+         "with one NUMA node of four GPUs each: the layout of RCCL's rome_model_81 (rome_model_79 without NICs, "
+         "src/graph/rome_models.cc). RCCL 2.21.5 counts 48 GB/s per gfx94x xGMI link (src/graph/topo.h "
+         "GFX94X_XGMI_WIDTH), 16 x 240 / 80 = 48 GB/s per Gen5 x16 link (src/graph/topo.cc) and port speed / 8 per "
+         "NIC; its MI300X graphs take their bandwidth from the xGMI total alone",
+         "gfx942",
+         units::GBps(48.0),
+         304};
     break;
   }
   return s;
@@ -846,6 +884,7 @@ NcclGraph to_graph(const Solution& s, bool same_channels, bool simple_tree)
 
 NcclSystemGraphs derive_graphs(const NodeSpec& node, int nnodes, NcclChannelLimits limits)
 {
+  if (!node.gfx.empty()) return rccl_derive_graphs(node, nnodes, limits);
   NcclSystemGraphs out;
   const int cc = node.compute_capability;
   // src/init.cc: ring 1..MAXCHANNELS/2 channels, tree exactly as many as the ring, NVLS up to one head per GPU
@@ -894,6 +933,8 @@ NcclTuningInput make_input(const NodeSpec& node, int nnodes, CollectiveKind kind
   in.nvls = graphs.nvls;
   in.comm_channels = graphs.comm_channels;
   in.nvls_channels = graphs.nvls_channels;
+  in.library = graphs.library;
+  in.rccl = graphs.rccl;
   return in;
 }
 

@@ -67,6 +67,19 @@ struct NcclOverrides {
   [[nodiscard]] NcclEnable protocol_enable(CollectiveKind kind, Protocol p) const;
 };
 
+/// Which library's cost model prices a call: NCCL (NVIDIA) or RCCL (AMD,
+/// models/include/railyard/models/rccl_tuning.hpp).
+enum class CollectiveLibrary { Nccl, Rccl };
+
+/// What RCCL's topology setup decides beyond the channel graphs (read only where the library is RCCL). For an 8x
+/// MI300X node derive_graphs() fills it from the rome model RCCL matches (src/graph/rome_models.cc).
+struct RcclTopology {
+  std::string gfx = "gfx942"; ///< the GPUs' gcnArchName; RCCL's gfx94x special cases key on it
+  int tuning_model = 5;       ///< comm->topo->tuning: index into rcclTuningModel[] (src/graph/tuning.cc), 0..5
+  int rome_model = 0;         ///< N of the matched rome_model_N (79 one MI300X node, 81 several); 0: none matched
+  bool msccl_enabled = false; ///< the matched model's "mscclEnabled=1" (MSCCL and MSCCL++ take some calls first)
+};
+
 /// Everything NCCL's cost model looks at for one collective call.
 struct NcclTuningInput {
   CollectiveKind collective = CollectiveKind::AllReduce;
@@ -83,6 +96,10 @@ struct NcclTuningInput {
   int comm_channels = 0;       ///< comm->nChannels after ncclTopoPostset: where choose() starts trimming
   int nvls_channels = 0;       ///< comm->nvlsChannels: the channels NVLS algorithms launch
   NcclOverrides overrides;
+  /// Rccl: algo_cost, predict, table, choose, check_request and validate follow RCCL's model (rccl_tuning.hpp);
+  /// compute_capability and nvls_supported are then not read.
+  CollectiveLibrary library = CollectiveLibrary::Nccl;
+  RcclTopology rccl; ///< read only where library is Rccl
 };
 
 /// One entry of NCCL's tuning table: comm->latencies and comm->bandwidths (algorithm bandwidth, before the
@@ -131,8 +148,8 @@ void check_request(const NcclTuningInput& in, Algorithm a, std::optional<Protoco
 /// Checks the input itself (rank counts, graphs) and throws InputError naming the field.
 void validate(const NcclTuningInput& in, const InputLocation& where);
 
-/// The standard nodes derive_graphs() knows, with what NCCL's topology detection reports for them.
-enum class NodeLayout { DgxA100, DgxH100, HgxB200 };
+/// The standard nodes derive_graphs() knows, with what NCCL's (RCCL's for Mi300x) topology detection reports.
+enum class NodeLayout { DgxA100, DgxH100, HgxB200, Mi300x };
 
 struct NodeSpec {
   std::string name;
@@ -146,6 +163,11 @@ struct NodeSpec {
   int gpus_per_nic_switch = 1; ///< GPUs sharing a PCIe switch with each NIC
   CpuVendor cpu = CpuVendor::Intel;
   std::string source; ///< where the layout facts come from
+  /// AMD GPUs only (compute_capability is NVIDIA's and 0 here): the gcnArchName RCCL keys on ("gfx942"); empty for
+  /// NVIDIA nodes. On an AMD node nvlinks_per_gpu counts xGMI links (RCCL's topology types them LINK_NVL).
+  std::string gfx;
+  BytesPerSec xgmi_link_bw{0}; ///< AMD: one xGMI link as RCCL's topology reports it (src/graph/topo.h)
+  int compute_units = 0;       ///< AMD: CUs per GPU (RCCL's gpu.cu, which caps the channels on gfx94x)
 };
 NodeSpec node_spec(NodeLayout layout);
 
@@ -154,6 +176,8 @@ struct NcclSystemGraphs {
   NcclGraph ring, tree, nvls;
   int comm_channels = 0;
   int nvls_channels = 0;
+  CollectiveLibrary library = CollectiveLibrary::Nccl; ///< Rccl for AMD nodes (NodeSpec::gfx set)
+  RcclTopology rccl;                                   ///< AMD nodes: what RCCL's rome model match decides
 };
 /// Follows ncclTopoCompute's speed search (src/graph/search.cc: pass 1 lowers the per-channel speed until a
 /// solution, ncclTopoDupChannels, pass 2 raises it), then ncclTopoPostset's channel doubling (src/graph/connect.cc),
@@ -165,9 +189,10 @@ struct NcclSystemGraphs {
 struct NcclChannelLimits {
   int min = 0, max = 0;
 };
+/// For an AMD node (NodeSpec::gfx set) it returns what RCCL's rome model gives instead (rccl_derive_graphs).
 NcclSystemGraphs derive_graphs(const NodeSpec& node, int nnodes, NcclChannelLimits limits = {});
 
-/// A ready input for `nnodes` standard nodes, all GPUs in the communicator.
+/// A ready input for `nnodes` standard nodes, all GPUs in the communicator (library Rccl for an AMD node).
 NcclTuningInput make_input(const NodeSpec& node, int nnodes, CollectiveKind kind, Bytes bytes);
 
 /// NCCL's own name of an algorithm or protocol, as NCCL_ALGO / NCCL_PROTO spell it ("NVLSTree", "LL128").
