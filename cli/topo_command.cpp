@@ -37,7 +37,14 @@ void print_table(const topo::ClusterSpec& spec, const topo::TopologySummary& s, 
                                            spec.nodes == 1 ? "" : "s", spec.gpus_per_node));
   rows.emplace_back("GPUs", std::to_string(s.gpus));
   rows.emplace_back("NICs", fmt::format("{} x {}", s.nics, format_bandwidth(spec.nic_bandwidth)));
-  rows.emplace_back("NVSwitches", std::to_string(s.nvswitches));
+  if (spec.fully_connected()) {
+    rows.emplace_back("node", fmt::format("fully connected, {} GPU pair links per node of {} each way",
+                                          spec.gpus_per_node * (spec.gpus_per_node - 1) / 2,
+                                          format_bandwidth(spec.xgmi_bandwidth)));
+    rows.emplace_back("GPU-GPU links", std::to_string(s.gpu_links));
+  } else {
+    rows.emplace_back("NVSwitches", std::to_string(s.nvswitches));
+  }
   for (const auto& [tier, count] : s.switches_by_tier)
     rows.emplace_back(tier + " switches", std::to_string(count));
   rows.emplace_back("directed links", std::to_string(s.links));

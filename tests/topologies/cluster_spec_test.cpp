@@ -196,7 +196,7 @@ TEST(ClusterSpecErrors, RailOnlyWithMoreNodesThanSwitchPorts)
 TEST(ClusterSpecErrors, NoNvSwitchWithSeveralGpus)
 {
   expect_error_at("cluster:\n  kind: fat_tree\n  nodes: 2\n  node:\n    nvswitch: false\n", "cluster.node.nvswitch",
-                  "nvswitch: false", "NVSwitch is required for intra-node routing");
+                  "nvswitch: false", "neither an NVSwitch nor direct links");
 }
 
 TEST(ClusterSpecErrors, SizeMissingAmbiguousOrWrongForSingleNode)

@@ -85,12 +85,12 @@ public:
   {
     if (!down_.empty() || !degraded_.empty() || !switches_down_.empty() || !spec_.failures.nodes.empty()) {
       const std::string k = cable_key(graph_[a].name, graph_[b].name);
-      const bool inside = kind == LinkKind::NvLink || kind == LinkKind::Pcie;
+      const bool inside = kind == LinkKind::NvLink || kind == LinkKind::Pcie || kind == LinkKind::Xgmi;
       const auto d = down_.find(k);
       const auto g = degraded_.find(k);
       if (inside && (d != down_.end() || g != degraded_.end()))
         throw InputError(d != down_.end() ? d->second : g->second.second,
-                         fmt::format("{} is a cable inside a node (NVLink or PCIe)", k),
+                         fmt::format("{} is a cable inside a node (NVLink, xGMI or PCIe)", k),
                          "fail or degrade the fabric: NIC-leaf and switch-switch cables");
       const bool node_down = kind == LinkKind::NicLeaf &&
                              (spec_.failures.node_down(graph_[a].node) || spec_.failures.node_down(graph_[b].node));
@@ -177,8 +177,11 @@ TopologySize topology_size(const ClusterSpec& spec, const InputLocation& where)
   s.leaves = leaves;
   s.switches = leaves + tier2 + cores;
   s.vertices = gpus + nics + nvswitches + s.switches;
-  // Per GPU its PCIe cable to its NIC (and its NVLink to the NVSwitch), per NIC its cable to a leaf.
-  const std::size_t cables = gpus * (spec.nvswitch ? 2 : 1) + (leaves > 0 ? nics : 0) + up_cables;
+  // Per GPU its PCIe cable to its NIC (and its NVLink to the NVSwitch), per NIC its cable to a leaf; a fully
+  // connected node has one cable per GPU pair.
+  const auto gpn = static_cast<std::size_t>(spec.gpus_per_node);
+  const std::size_t mesh = spec.fully_connected() ? static_cast<std::size_t>(spec.nodes) * gpn * (gpn - 1) / 2 : 0;
+  const std::size_t cables = gpus * (spec.nvswitch ? 2 : 1) + mesh + (leaves > 0 ? nics : 0) + up_cables;
   s.links = 2 * cables;
   return s;
 }
@@ -301,12 +304,18 @@ Topology build_topology(const ClusterSpec& spec, const InputLocation& where)
       b.fail_cable(b.graph()[leaf_v[i]].name, b.graph()[tier2_v[i]].name, at);
   }
 
-  // Cables inside the nodes (NVLink and PCIe), then NIC to leaf, then leaf up, then aggregation to core.
+  // Cables inside the nodes (NVLink and PCIe), then the GPU pairs of fully connected nodes (xGMI: a, b with a < b, in
+  // that order), then NIC to leaf, then leaf up, then aggregation to core.
   for (int i = 0; i < gpus; ++i) {
     if (spec.nvswitch)
       b.add_cable(gpu_v[i], nvsw_v[i / gpn], LinkKind::NvLink, spec.nvlink_bandwidth, spec.nvlink_latency);
     b.add_cable(gpu_v[i], nic_v[nic_of_gpu(i)], LinkKind::Pcie, spec.pcie_bandwidth, spec.pcie_latency);
   }
+  if (spec.fully_connected())
+    for (int n = 0; n < spec.nodes; ++n)
+      for (int a = 0; a < gpn; ++a)
+        for (int c = a + 1; c < gpn; ++c)
+          b.add_cable(gpu_v[n * gpn + a], gpu_v[n * gpn + c], LinkKind::Xgmi, spec.xgmi_bandwidth, spec.xgmi_latency);
   for (int i = 0; i < nics; ++i)
     if (leaf_of_nic[i] >= 0)
       b.add_cable(nic_v[i], leaf_v[leaf_of_nic[i]], LinkKind::NicLeaf, spec.nic_bandwidth, spec.nic_latency);

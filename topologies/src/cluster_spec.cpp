@@ -28,6 +28,17 @@ std::string to_string(ClusterKind k)
   return "unknown";
 }
 
+std::string to_string(NodeKind k)
+{
+  switch (k) {
+  case NodeKind::NvSwitch:
+    return "nvswitch";
+  case NodeKind::FullyConnected:
+    return "fully_connected";
+  }
+  return "unknown";
+}
+
 std::string to_string(VertexKind k)
 {
   switch (k) {
@@ -60,6 +71,8 @@ std::string to_string(LinkKind k)
     return "leaf_spine";
   case LinkKind::SpineCore:
     return "spine_core";
+  case LinkKind::Xgmi:
+    return "xgmi";
   }
   return "unknown";
 }
@@ -138,12 +151,27 @@ std::optional<SpecProblem> find_problem(const ClusterSpec& s)
   if (auto p = check_latency("nic.latency", s.nic_latency)) return p;
   if (auto p = check_bandwidth("fabric.link_bandwidth", s.fabric_bandwidth)) return p;
   if (auto p = check_latency("fabric.link_latency", s.fabric_latency)) return p;
-  if (!s.nvswitch && s.gpus_per_node > 1)
+  if (s.fully_connected()) {
+    if (auto p = check_bandwidth("node.xgmi_bandwidth", s.xgmi_bandwidth)) return p;
+    if (auto p = check_latency("node.xgmi_latency", s.xgmi_latency)) return p;
+    if (s.nvswitch)
+      return SpecProblem{"node.nvswitch", "a fully connected node has no NVSwitch: its GPUs are joined pairwise",
+                         "remove nvswitch, or choose node kind nvswitch"};
+    if (s.gpus_per_node > kMaxMeshGpus)
+      return SpecProblem{
+          "gpus_per_node",
+          fmt::format("a fully connected node joins every GPU pair with its own link; {} GPUs would "
+                      "need {} links per GPU, more than the {} GPUs per node a mesh is built for here",
+                      s.gpus_per_node, s.gpus_per_node - 1, kMaxMeshGpus),
+          fmt::format("use at most {} GPUs per fully connected node (MI300X platforms have 8)", kMaxMeshGpus)};
+  } else if (!s.nvswitch && s.gpus_per_node > 1) {
     return SpecProblem{"node.nvswitch",
-                       fmt::format("an NVSwitch is required for intra-node routing in this version, and this node has "
-                                   "{} GPUs",
+                       fmt::format("the {} GPUs of a node need a way to reach each other, and this node has neither an "
+                                   "NVSwitch nor direct links",
                                    s.gpus_per_node),
-                       "set nvswitch: true, or gpus_per_node: 1"};
+                       "set nvswitch: true, or kind: fully_connected (one xGMI link per GPU pair, as on MI300X), or "
+                       "gpus_per_node: 1"};
+  }
   if (s.tiers != 2 && s.tiers != 3)
     return SpecProblem{"fabric.tiers",
                        fmt::format("tiers must be 2 (leaf/spine) or 3 (k-ary fat tree), got {}", s.tiers),
@@ -299,8 +327,44 @@ ClusterSpec parse_cluster(const YamlNode& cluster)
   }
 
   if (auto node = cluster.get("node")) {
-    node->expect_keys({"nvswitch", "nvlink_bandwidth", "nvlink_latency", "pcie_bandwidth", "pcie_latency"});
-    s.nvswitch = node->bool_or("nvswitch", s.nvswitch);
+    node->expect_keys({"kind", "nvswitch", "nvlink_bandwidth", "nvlink_latency", "xgmi_bandwidth", "xgmi_latency",
+                       "pcie_bandwidth", "pcie_latency"});
+    if (auto k = node->get("kind")) {
+      const std::string kind = k->as_string();
+      if (kind == "nvswitch")
+        s.node_kind = NodeKind::NvSwitch;
+      else if (kind == "fully_connected")
+        s.node_kind = NodeKind::FullyConnected;
+      else
+        k->fail(fmt::format("'{}' is not a node kind", kind),
+                "write nvswitch (GPUs on an NVSwitch) or fully_connected (one direct link per GPU pair, e.g. MI300X "
+                "xGMI)");
+    }
+    const bool mesh = s.fully_connected();
+    // Keys of the other kind of node are refused rather than ignored: a user who writes nvlink_bandwidth on an xGMI
+    // node expects it to be used.
+    for (const char* key : {"nvlink_bandwidth", "nvlink_latency"})
+      if (auto v = node->get(key); v && mesh)
+        v->fail(
+            fmt::format("{} applies to a node whose GPUs sit on an NVSwitch, and this node is fully_connected", key),
+            fmt::format("write {} (per GPU pair, per direction) instead",
+                        std::string(key) == "nvlink_bandwidth" ? "xgmi_bandwidth" : "xgmi_latency"));
+    for (const char* key : {"xgmi_bandwidth", "xgmi_latency"})
+      if (auto v = node->get(key); v && !mesh)
+        v->fail(fmt::format("{} applies to a fully connected node (one link per GPU pair), and this node is an "
+                            "NVSwitch node",
+                            key),
+                "add kind: fully_connected to node:, or write nvlink_bandwidth / nvlink_latency");
+    if (mesh) s.nvswitch = false;
+    if (auto v = node->get("nvswitch")) {
+      const bool want = node->bool_or("nvswitch", s.nvswitch);
+      if (mesh && want)
+        v->fail("a fully connected node has no NVSwitch: its GPUs are joined pairwise",
+                "remove nvswitch, or write kind: nvswitch");
+      s.nvswitch = want;
+    }
+    if (auto v = node->get("xgmi_bandwidth")) s.xgmi_bandwidth = v->as_bandwidth();
+    if (auto v = node->get("xgmi_latency")) s.xgmi_latency = v->as_seconds();
     if (auto v = node->get("nvlink_bandwidth")) s.nvlink_bandwidth = v->as_bandwidth();
     if (auto v = node->get("nvlink_latency")) s.nvlink_latency = v->as_seconds();
     if (auto v = node->get("pcie_bandwidth")) s.pcie_bandwidth = v->as_bandwidth();

@@ -35,5 +35,7 @@ int leaf_downlink_ports(const ClusterSpec& spec);
 
 /// Largest cluster accepted, so that counts stay far from int overflow and graphs fit in memory.
 inline constexpr long long kMaxGpus = 1LL << 20;
+/// Most GPUs of one fully connected node: a mesh of n GPUs has n - 1 links per GPU (MI300X platforms: 8).
+inline constexpr int kMaxMeshGpus = 16;
 
 } // namespace railyard::topo::detail

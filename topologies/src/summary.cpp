@@ -83,6 +83,9 @@ TopologySummary Topology::summary() const
   for (const auto& [key, count] : switches)
     s.switches_by_tier.emplace_back(key.second, count);
   s.links = num_links();
+  for (LinkId id = 0; id < num_links(); ++id)
+    if (link(id).kind == LinkKind::Xgmi) ++s.gpu_links;
+  s.gpu_links /= 2; // two directed links per cable
 
   // NVLink and PCIe run inside the node (board traces and the NVLink backplane), so neither counts as a cable. Every
   // cable outside the node is counted as optical, NIC-to-leaf included: in a rail-optimized pod a node's rails go to
@@ -196,7 +199,12 @@ nlohmann::ordered_json summary_json(const ClusterSpec& spec, const TopologySumma
   j["gpus_per_node"] = spec.gpus_per_node;
   j["gpus"] = s.gpus;
   j["nics"] = s.nics;
+  j["node_kind"] = to_string(spec.node_kind);
   j["nvswitches"] = s.nvswitches;
+  if (spec.fully_connected()) {
+    j["gpu_links"] = s.gpu_links;
+    j["xgmi_bandwidth_bytes_per_s"] = spec.xgmi_bandwidth.bytes_per_sec();
+  }
   nlohmann::ordered_json switches = nlohmann::ordered_json::object();
   for (const auto& [tier, count] : s.switches_by_tier)
     switches[tier] = count;

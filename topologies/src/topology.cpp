@@ -132,6 +132,18 @@ void Topology::build_tables()
     if (l.leaf >= num_leaves_)
       throw std::invalid_argument(fmt::format("NIC {} is cabled to a switch that is not a leaf", g));
   }
+  // Fully connected nodes: each GPU's direct link to every other GPU of its node.
+  mesh_out_.clear();
+  if (spec_.fully_connected()) {
+    const int gpn = spec_.gpus_per_node;
+    mesh_out_.assign(static_cast<std::size_t>(gpus) * gpn, kNoLink);
+    for (int g = 0; g < gpus; ++g)
+      for (auto [e, end] = boost::out_edges(gpu_vertices_[g], graph_); e != end; ++e)
+        if (graph_[*e].kind == LinkKind::Xgmi) {
+          const Vertex& to = graph_[boost::target(*e, graph_)];
+          mesh_out_[static_cast<std::size_t>(g) * gpn + to.local] = graph_[*e].id;
+        }
+  }
 
   // below: leaves reachable going only down; reach: going up any number of tiers first. Down targets have lower
   // numbers and up targets higher ones, so one ascending and one descending pass suffice.
@@ -243,7 +255,8 @@ int Topology::relay_gpu(int src, int dst, bool pxn) const
 {
   // A rail-only fabric has no switch joining two rails, so cross-rail traffic must change rail over NVLink.
   const bool use_pxn = pxn || spec_.kind == ClusterKind::RailOnly;
-  if (use_pxn && spec_.nvswitch && node_of(src) != node_of(dst) && local_of(src) != local_of(dst))
+  if (use_pxn && (spec_.nvswitch || spec_.fully_connected()) && node_of(src) != node_of(dst) &&
+      local_of(src) != local_of(dst))
     return node_of(src) * spec_.gpus_per_node + local_of(dst);
   return src;
 }
@@ -283,6 +296,20 @@ void Topology::check_communicator(const std::vector<int>& gpus, const std::strin
   }
 }
 
+void Topology::append_intra(int src, int dst, Path& p) const
+{
+  if (spec_.fully_connected()) {
+    const LinkId l = mesh_out_[static_cast<std::size_t>(src) * spec_.gpus_per_node + local_of(dst)];
+    if (l == kNoLink) throw std::logic_error(fmt::format("GPU {} has no direct link to GPU {}", src, dst));
+    p.push_back(l);
+    return;
+  }
+  if (gpu_links_[src].to_nvswitch == kNoLink || gpu_links_[dst].from_nvswitch == kNoLink)
+    throw std::logic_error(fmt::format("GPUs {} and {} share a node without an NVSwitch", src, dst));
+  p.push_back(gpu_links_[src].to_nvswitch);
+  p.push_back(gpu_links_[dst].from_nvswitch);
+}
+
 Path Topology::route(int src, int dst, std::uint64_t flow_key, std::uint64_t seed, bool pxn) const
 {
   if (src < 0 || src >= num_gpus() || dst < 0 || dst >= num_gpus())
@@ -292,17 +319,13 @@ Path Topology::route(int src, int dst, std::uint64_t flow_key, std::uint64_t see
   const GpuLinks& d = gpu_links_[dst];
   if (node_of(src) == node_of(dst)) {
     p.reserve(2);
-    p.push_back(gpu_links_[src].to_nvswitch);
-    p.push_back(d.from_nvswitch);
+    append_intra(src, dst, p);
     return p;
   }
   // At most: 2 NVLink (PXN) + GPU->NIC->leaf + up to 4 switch hops + leaf->NIC->GPU.
   p.reserve(10);
   const int relay = relay_gpu(src, dst, pxn);
-  if (relay != src) {
-    p.push_back(gpu_links_[src].to_nvswitch);
-    p.push_back(gpu_links_[relay].from_nvswitch);
-  }
+  if (relay != src) append_intra(src, relay, p);
   const GpuLinks& r = gpu_links_[relay];
   if (r.leaf < 0 || d.leaf < 0) check_communicator({src, dst}, "a transfer"); // a node down: InputError
   if (r.leaf < 0 || d.leaf < 0)
@@ -368,10 +391,7 @@ std::vector<Path> Topology::all_paths(int src, int dst, bool pxn, std::size_t li
   if (gpu_links_[relay].leaf < 0 || gpu_links_[dst].leaf < 0)
     throw std::logic_error(fmt::format("GPU {} or GPU {} has no NIC cabled to a leaf", relay, dst));
   Path prefix;
-  if (relay != src) {
-    prefix.push_back(gpu_links_[src].to_nvswitch);
-    prefix.push_back(gpu_links_[relay].from_nvswitch);
-  }
+  if (relay != src) append_intra(src, relay, prefix);
   prefix.push_back(gpu_links_[relay].to_nic);
   prefix.push_back(gpu_links_[relay].nic_up);
   append_paths(gpu_links_[relay].leaf, dst, prefix, out, limit);

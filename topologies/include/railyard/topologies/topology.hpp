@@ -22,9 +22,13 @@ enum class VertexKind { Gpu, Nic, NvSwitch, Leaf, Spine, Core };
 {
   return k == VertexKind::Leaf || k == VertexKind::Spine || k == VertexKind::Core;
 }
-enum class LinkKind { NvLink, Pcie, NicLeaf, LeafSpine, SpineCore };
+enum class LinkKind { NvLink, Pcie, NicLeaf, LeafSpine, SpineCore, Xgmi };
+/// How the GPUs of a node reach each other: through an NVSwitch (one NVLink port pair per GPU), or over a fully
+/// connected mesh of direct links, one per GPU pair (AMD Instinct MI300X: 8 GPUs on Infinity Fabric / xGMI).
+enum class NodeKind { NvSwitch, FullyConnected };
 
 std::string to_string(ClusterKind k);
+std::string to_string(NodeKind k);
 std::string to_string(VertexKind k);
 std::string to_string(LinkKind k);
 
@@ -75,11 +79,17 @@ struct ClusterSpec {
   int nodes = 1;
   int gpus_per_node = 8;
 
-  // Inside a node: every GPU has one NVLink port pair to the NVSwitch (if nvswitch) and a PCIe path to its NIC.
-  bool nvswitch = true;
+  // Inside a node: every GPU has one NVLink port pair to the NVSwitch (if nvswitch), or, on a fully connected node,
+  // one direct xGMI link to every other GPU of its node; and a PCIe path to its NIC.
+  NodeKind node_kind = NodeKind::NvSwitch;
+  bool nvswitch = true; ///< node_kind == NvSwitch (false on a fully connected node, or a one-GPU node without one)
   BytesPerSec nvlink_bandwidth = units::GBps(450); ///< per GPU, per direction (H100 NVLink4: 18 x 25 GB/s)
   Seconds nvlink_latency = units::us(0.5);         ///< per NVLink hop (GPU->NVSwitch or NVSwitch->GPU)
-  BytesPerSec pcie_bandwidth = units::GBps(64);    ///< GPU <-> NIC, per direction (PCIe Gen5 x16)
+  /// Fully connected node: each GPU pair's direct link, per direction (MI300X: 64 GB/s, AMD's 128 GB/s bidirectional
+  /// per Infinity Fabric link), and its latency (one hop).
+  BytesPerSec xgmi_bandwidth = units::GBps(64);
+  Seconds xgmi_latency = units::us(0.7);
+  BytesPerSec pcie_bandwidth = units::GBps(64); ///< GPU <-> NIC, per direction (PCIe Gen5 x16)
   Seconds pcie_latency = units::us(0.5);
 
   // NICs and fabric: nics_per_node NICs per node (one per GPU by default), GPU l of a node on NIC
@@ -100,6 +110,7 @@ struct ClusterSpec {
   Failures failures; ///< `failures:`, applied when the graph is built (build_topology)
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
+  [[nodiscard]] bool fully_connected() const { return node_kind == NodeKind::FullyConnected; }
   /// A 3-tier k-ary fat tree: pods of edge and aggregation switches under a core tier.
   [[nodiscard]] bool has_core_tier() const { return kind == ClusterKind::FatTree && tiers == 3; }
   [[nodiscard]] int nics_of_node() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
@@ -135,6 +146,7 @@ using Path = std::vector<LinkId>; ///< links in order from source to destination
 
 struct TopologySummary {
   int gpus = 0, nics = 0, nvswitches = 0, nodes = 0;
+  std::size_t gpu_links = 0; ///< direct GPU-to-GPU cables inside the nodes (fully connected nodes: n(n-1)/2 each)
   std::vector<std::pair<std::string, int>> switches_by_tier; ///< e.g. {"leaf", 16}, {"spine", 8}
   std::size_t links = 0;                                     ///< directed links
   std::size_t cables = 0;                                    ///< physical cables outside the nodes
@@ -180,7 +192,8 @@ public:
   [[nodiscard]] VertexId link_target(LinkId id) const { return boost::target(links_[id], graph_); }
   [[nodiscard]] std::string link_name(LinkId id) const; ///< "nic3.5->leaf5"
 
-  /// The path one flow takes from GPU `src` to GPU `dst`. Inside a node: NVLink through the NVSwitch. Across
+  /// The path one flow takes from GPU `src` to GPU `dst`. Inside a node: NVLink through the NVSwitch, or the direct
+  /// link between the two GPUs of a fully connected node. Across
   /// nodes: GPU -> NIC -> up the tiers -> down -> NIC -> GPU, choosing among equal-cost uplinks by hashing
   /// (src, dst, flow_key, seed, switch), the way a switch hashes a QP's 5-tuple (flow_key stands for the ports). With
   /// `pxn` (NCCL's PXN), or always on a rail-only cluster, a flow between GPUs on different rails of different nodes
@@ -225,6 +238,8 @@ private:
   template <class Visit>
   int for_each_next(int sw, int leaf, Visit&& visit) const;
   [[nodiscard]] int relay_gpu(int src, int dst, bool pxn) const;
+  /// Appends the links from GPU `src` to GPU `dst` of the same node (NVSwitch: two links; fully connected: one).
+  void append_intra(int src, int dst, Path& p) const;
   void append_paths(int sw, int dst, Path& prefix, std::vector<Path>& out, std::size_t limit) const;
 
   ClusterSpec spec_;
@@ -235,6 +250,8 @@ private:
 
   // Routing tables (see build_tables): switches are numbered densely, leaves first.
   std::vector<GpuLinks> gpu_links_;
+  /// Fully connected nodes: mesh_out_[g * gpus_per_node + l] is GPU g's direct link to local GPU l of its node.
+  std::vector<LinkId> mesh_out_;
   std::vector<int> switch_of_vertex_;     ///< vertex -> dense switch index, -1 for GPUs, NICs and NVSwitches
   std::vector<VertexId> switch_vertices_; ///< dense switch index -> vertex
   int num_leaves_ = 0;
