@@ -1,7 +1,9 @@
 // RCCL 2.21.5's cost model (src/graph/tuning.cc ncclTopoTuneModel, ncclTopoGetAlgoTime, the __HIP_PLATFORM_AMD__
-// branches), its pick (src/enqueue.cc topoGetAlgoInfo, getChannnelThreadInfo) and what its rome models give an 8x
-// MI300X node (src/graph/rome_models.cc, src/graph/connect.cc ncclTopoPostset). Each block names the RCCL code it
-// follows. RCCL computes in float, this in double: only an exact tie could pick differently.
+// branches), its pick (src/enqueue.cc topoGetAlgoInfo, getChannnelThreadInfo) and the graphs it sets up on MI300X:
+// the rome models for whole 8-GPU nodes (src/graph/rome_models.cc), its own search for other shapes
+// (src/graph/search.cc ncclTopoCompute: ported exactly on one node, a closed-form link budget in place of the
+// depth-first search across nodes), then src/graph/connect.cc ncclTopoPostset. Each block names the RCCL code it
+// follows. RCCL computes in float, the cost model here in double: only an exact tie could pick differently.
 #include "railyard/models/rccl_tuning.hpp"
 
 #include "railyard/models/lowering.hpp"
@@ -9,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <sstream>
 #include <stdexcept>
@@ -28,6 +31,9 @@ constexpr int kTree = static_cast<int>(Algorithm::Tree);
 constexpr int kRing = static_cast<int>(Algorithm::Ring);
 constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
 constexpr int kMi300xTuningModel = 5; // rome_model_79 and rome_model_81 options: "tuning=5"
+// comm->topo->tuning where no rome model matched: ncclTopoGetSystemFromXml ncclCalloc's the topology and only a rome
+// model's "tuning=" option (src/graph/rome_models.cc parseOptions) writes it.
+constexpr int kNoRomeTuningModel = 0;
 
 std::optional<int> function_index(CollectiveKind kind)
 {
@@ -353,9 +359,10 @@ std::optional<NcclChoice> rccl_choose(const NcclTuningInput& in)
       if (is_collnet(algo) || is_nvls(algo)) continue; // collNetSupport and nvlsSupport are 0 on AMD
       for (int p = 0; p < kNcclProtocols; ++p) {
         const auto proto = static_cast<Protocol>(p);
-        // "if (p == NCCL_PROTO_LL128 && comm->topo->type != RCCL_TOPO_XGMI_ALL) continue;": a matched rome model
-        // adds RCCL_TOPO_4P2H_ROME to the type.
-        if (proto == Protocol::LL128 && in.rccl.rome_model != 0) continue;
+        // "if (p == NCCL_PROTO_LL128 && comm->topo->type != RCCL_TOPO_XGMI_ALL) continue;": ncclTopoTrimSystem sets
+        // RCCL_TOPO_XGMI_ALL on an xGMI mesh, and a matched rome model or more than 4 GPUs of a node
+        // (parseRome4P2H) add RCCL_TOPO_4P2H_ROME to it.
+        if (proto == Protocol::LL128 && (in.rccl.rome_model != 0 || in.gpus_per_node > 4)) continue;
         Entry e = t.e[static_cast<std::size_t>(a)][static_cast<std::size_t>(p)];
         bool is_backup = false;
         if (algo == Algorithm::Ring && e.bw_gbps <= 0) { // "try back up RING algorithm"
@@ -435,9 +442,10 @@ void rccl_check_request(const NcclTuningInput& in, Algorithm a, std::optional<Pr
   }
   if (p && *p == Protocol::LL128)
     refuse(field_of(where, "protocol"), kind, a, p,
-           fmt::format("RCCL does not run LL128 here: tuning model {} gives it bwRatio {} (zero bandwidth), RCCL "
-                       "enables LL128 by default only on gfx90a, and topoGetAlgoInfo skips it on a topology matched "
-                       "to a rome model",
+           fmt::format("RCCL does not run LL128 here: tuning model {} gives it bwRatio {}, and ncclTopoTuneModel "
+                       "enables LL128 by default only on gfx90a with a rome model's ll128Enabled (ENABLE_LL128 "
+                       "builds), so on gfx942 its bandwidth is zero; topoGetAlgoInfo also skips it on a topology "
+                       "matched to a rome model",
                        in.rccl.tuning_model,
                        tuning(in).bw_ratio[in.nnodes <= 2 ? 0 : 1][static_cast<std::size_t>(a)]
                                           [static_cast<std::size_t>(Protocol::LL128)]),
@@ -479,7 +487,7 @@ void rccl_validate(const NcclTuningInput& in, const InputLocation& where)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Rome models: the graphs and rings of an 8x MI300X node
+// The graphs RCCL sets up on MI300X: the rome models for whole 8-GPU nodes, its own search for every other shape
 
 namespace {
 
@@ -501,43 +509,452 @@ std::vector<std::vector<int>> parse_rings(const char* text, int ngpus)
   return out;
 }
 
-void check_node(const NodeSpec& node, int nnodes)
+[[noreturn]] void bad_input(const std::string& field, const std::string& rule, const std::string& fix)
 {
-  const InputLocation where{};
-  auto bad = [&](const std::string& field, const std::string& rule, const std::string& fix) {
-    InputLocation w = where;
-    w.field = "node." + field;
-    throw InputError(w, rule, fix);
-  };
-  if (nnodes < 1) bad("nnodes", fmt::format("nnodes is {}", nnodes), "use one node or more");
+  throw InputError(InputLocation{"", 0, field}, rule, fix);
+}
+
+// What rccl_communicator_graphs can answer for, and why not otherwise.
+void check_shape(const NodeSpec& node, int nnodes, int ppn)
+{
+  if (nnodes < 1) bad_input("nnodes", fmt::format("nnodes is {}", nnodes), "use one node or more");
   if (node.gfx != "gfx942")
-    bad("gfx", fmt::format("gfx \"{}\": RCCL's graphs are modelled for MI300X (gfx942) only", node.gfx),
-        "use node_spec(NodeLayout::Mi300x)");
-  if (node.gpus != 8 || node.nvlinks_per_gpu != 7)
-    bad("gpus",
-        fmt::format("{} GPUs with {} xGMI links each: RCCL's MI300X rome models (rome_model_79, rome_model_81) "
-                    "are 8 GPUs on a fully connected mesh, 7 links each",
-                    node.gpus, node.nvlinks_per_gpu),
-        "use all 8 GPUs of a node");
+    bad_input("node.gfx", fmt::format("gfx \"{}\": RCCL's graphs are modelled for MI300X (gfx942) only", node.gfx),
+              "use node_spec(NodeLayout::Mi300x)");
+  if (ppn < 1 || ppn > 8 || ppn > std::max(node.gpus, 2))
+    bad_input("ranks_per_node",
+              fmt::format("{} ranks per node on a node of {} GPUs: an MI300X node has 8 GPUs and a communicator uses "
+                          "1 to all of them on each node",
+                          ppn, node.gpus),
+              "give the communicator's GPUs per node, 1 to 8");
+  if (nnodes == 1 && ppn == 1)
+    bad_input("ranks_per_node",
+              "a one-rank communicator has no channels to search: RCCL runs every collective on it as a local copy "
+              "(topoGetAlgoInfo: nRanks 1 is Ring/Simple)",
+              "use at least two GPUs, or leave the one-rank call to rccl_choose (it needs no graphs)");
+  if (node.nvlinks_per_gpu < ppn - 1)
+    bad_input("node.nvlinks_per_gpu",
+              fmt::format("{} xGMI links per GPU for {} GPUs per node: RCCL's MI300X graphs are modelled on a fully "
+                          "connected mesh, one direct xGMI link from each GPU to every other (7 on MI300X)",
+                          node.nvlinks_per_gpu, ppn),
+              "use node_spec(NodeLayout::Mi300x) (7 links per GPU)");
   if (node.xgmi_link_bw.bytes_per_sec() <= 0)
-    bad("xgmi_link_bw", "an xGMI link needs a positive bandwidth", "use 48 GB/s (GFX94X_XGMI_WIDTH)");
-  if (nnodes > 1 && node.nics != 8)
-    bad("nics",
-        fmt::format("{} NICs per node: across nodes RCCL's MI300X choice is modelled for rome_model_81, one NIC per "
-                    "GPU (8); other NIC counts match other rome models or none",
-                    node.nics),
-        "use 8 NICs per node");
+    bad_input("node.xgmi_link_bw", "an xGMI link needs a positive bandwidth", "use 48 GB/s (GFX94X_XGMI_WIDTH)");
+  if (node.pcie_bw.bytes_per_sec() <= 0)
+    bad_input("node.pcie_bw", "the GPU's PCIe link needs a positive bandwidth",
+              "use 48 GB/s (Gen5 x16, src/graph/topo.cc ncclTopoAddPci)");
+  if (nnodes > 1 && (node.nics < 1 || node.nic_bw.bytes_per_sec() <= 0))
+    bad_input("node.nics",
+              fmt::format("{} NICs of {} GB/s: across nodes every RCCL channel enters and leaves a node through a NIC",
+                          node.nics, gbps(node.nic_bw)),
+              "give the NICs the communicator's GPUs use on one node (1 or more) and their speed");
+  if (ppn == 8 && nnodes > 1 && node.nics != 8) {
+    // parseRome4P2H (src/graph/rome_models.cc) matches 8 xGMI-meshed GPUs on two NUMA nodes by NIC count.
+    const std::string model = node.nics == 16  ? "rome_model_84 (16 NICs, pattern \"4848\")"
+                              : node.nics == 4 ? "rome_model_87 (4 NICs, pattern \"4242\", netOverride, tuning 0)"
+                                               : "no rome model, so RCCL's own search on 8 GPUs";
+    bad_input(
+        "node.nics",
+        fmt::format("{} NICs per node: a whole 8x MI300X node across nodes is modelled for rome_model_81 (8 NICs, "
+                    "one per GPU); with {} NICs RCCL takes {}, whose rings Railyard does not carry",
+                    node.nics, node.nics, model),
+        "use 8 NICs per node, or a communicator of fewer GPUs per node");
+  }
+}
+
+// ---- RCCL's search on one node: an exact port for the xGMI mesh ----
+//
+// On one node RCCL trims the NICs (src/graph/paths.cc ncclTopoTrimSystem: all ranks local and all GPUs xGMI-connected)
+// and no rome model has fewer than 8 GPUs that an MI300X node could match (rome_model_80, the one 4-GPU model, needs
+// four NUMA nodes with a GPU and a NIC each and a Rome-class CPU), so src/graph/search.cc ncclTopoCompute runs its
+// depth-first search over the communicator's GPUs. Between two GPUs of the mesh the only path is their one xGMI link
+// (PATH_NVL, GFX94X_XGMI_WIDTH 48 GB/s), so the search depends on nothing but the GPU count, and is ported here
+// statement by statement: ncclTopoSearchRec (intra-node branch), ncclTopoSearchTryGpu, ncclTopoSearchRecGpu,
+// ncclTopoReplayGetGpu, ncclTopoSearchNextGpuSort (every candidate scores the same on a mesh, so they come in index
+// order after the current GPU), ncclTopoFollowPath / followPath with SUB_ROUND, ncclTopoCompareGraphs, the timeouts,
+// ncclTopoCompute's pass 1 and pass 2 and ncclTopoDupChannels. RCCL's float arithmetic is kept.
+
+constexpr int kPathNvl = 1, kPathSys = 7; // src/graph/topo.h PATH_NVL, PATH_SYS (LOC NVL NVB PIX PXB PXN PHB SYS)
+constexpr int kForcedPci = 1, kForcedReplay = 2; // src/graph/search.cc FORCED_ORDER_PCI, FORCED_ORDER_REPLAY
+constexpr int kMaxMeshGpus = 8;
+
+enum class SearchPattern { BalancedTree, Ring };
+
+struct SearchGraph {
+  SearchPattern pattern = SearchPattern::Ring;
+  int min_channels = 1, max_channels = 1;
+  int channels = 0;
+  float bw_intra = 0, bw_inter = 0;
+  int type_intra = kPathNvl;
+  bool same_channels = true;
+  int hops = 0;
+  std::vector<int> intra; // intra[c * ngpus + step]: the GPU at position `step` of channel c
+};
+
+float speed(int i)
+{
+  return static_cast<float>(k().search_speeds_gbps[static_cast<std::size_t>(i)]);
+}
+int nspeeds()
+{
+  return static_cast<int>(k().search_speeds_gbps.size());
+}
+
+class MeshSearch {
+public:
+  // ncclTopoSearchInit: maxBw is the best GPU-to-GPU path (one link), totalBw a GPU's xGMI total or its PCIe link.
+  MeshSearch(int ngpus, float link_bw, float pci_bw, bool amd_cpu)
+      : n_(ngpus), link_(static_cast<std::size_t>(ngpus * ngpus), link_bw), used_(static_cast<std::size_t>(ngpus), 0),
+        max_bw_(link_bw), total_bw_(std::max(pci_bw, static_cast<float>(ngpus - 1) * link_bw)), amd_cpu_(amd_cpu)
+  {
+  }
+
+  // ncclTopoCompute after the rome models failed to match (no NIC, no NVSwitch, no CollNet).
+  void compute(SearchGraph& graph)
+  {
+    graph.bw_intra = graph.bw_inter = 0;
+    graph.type_intra = kPathNvl;
+    graph.channels = 0;
+    graph.same_channels = true;
+    graph.hops = 0;
+    graph.intra.assign(static_cast<std::size_t>(k().max_channels * n_), 0);
+    float total = total_bw_;
+    if (n_ > 1 && graph.pattern != SearchPattern::Ring) total *= static_cast<float>(n_ * 1.0 / (n_ - 1));
+    int idx = 0;
+    while ((speed(idx) > max_bw_ || speed(idx) * static_cast<float>(graph.min_channels) > total) && idx < nspeeds() - 1)
+      ++idx;
+    SearchGraph tmp = graph;
+    tmp.bw_intra = tmp.bw_inter = speed(idx);
+    long global_timeout = k().search_global_timeout;
+    int pass = 1;
+    while (true) {
+      // search:
+      long time = tmp.same_channels ? k().search_timeout_same_channels : k().search_timeout;
+      tmp.channels = 0;
+      global_timeout -= time;
+      search_rec(tmp, graph, time);
+      bool done = time == -1 || static_cast<float>(graph.channels) * graph.bw_inter >= total_bw_;
+      if (!done && pass == 1) {
+        // "Try having different channels (except when going through AMD CPUs)"
+        if (tmp.same_channels && !(amd_cpu_ && tmp.type_intra == kPathSys)) {
+          tmp.same_channels = false;
+          continue;
+        }
+        tmp.same_channels = true;
+        if (time != -1)
+          global_timeout += time;
+        else
+          global_timeout = k().search_global_timeout;
+        if (global_timeout < 0 && graph.channels) {
+          done = true;
+        } else {
+          // No NIC: typeIntra may rise to PATH_SYS (every path here is PATH_NVL, so it finds the same rings again).
+          if (tmp.type_intra < kPathSys && (graph.channels == 0 || tmp.type_intra < graph.type_intra)) {
+            ++tmp.type_intra;
+            continue;
+          }
+          tmp.type_intra = kPathNvl;
+          // "Decrease bw until we find a solution"
+          if (idx < nspeeds() - 1 &&
+              (graph.channels == 0 || speed(idx + 1) / graph.bw_inter > static_cast<float>(k().speed_step_ratio))) {
+            tmp.bw_inter = tmp.bw_intra = speed(++idx);
+            continue;
+          }
+          idx = 0;
+          while (speed(idx) > max_bw_ && idx < nspeeds() - 1)
+            ++idx;
+          tmp.bw_intra = tmp.bw_inter = speed(idx);
+        }
+      }
+      // done:
+      if (pass == 1) {
+        time = -1;
+        dup_channels(graph);
+        tmp = graph;
+        idx = 0;
+        while (speed(idx) > graph.bw_inter && idx < nspeeds() - 1)
+          ++idx;
+        tmp.bw_intra = tmp.bw_inter = speed(idx);
+        tmp.min_channels = graph.channels;
+        pass = 2;
+      }
+      // pass 2: "See if we can increase bw"
+      if (time != 0 && idx > 0) {
+        if (graph.pattern == SearchPattern::Ring) {
+          tmp.bw_intra = tmp.bw_inter = speed(--idx);
+          continue;
+        }
+        if (tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2) {
+          tmp.bw_intra = speed(--idx);
+          continue;
+        }
+      }
+      break;
+    }
+    if (graph.channels == 0) { // "Could not find a path for pattern %d, falling back to simple order"
+      for (int i = 0; i < n_; ++i)
+        graph.intra[static_cast<std::size_t>(i)] = i;
+      graph.bw_intra = graph.bw_inter = static_cast<float>(k().fallback_bw_gbps);
+      graph.type_intra = kPathSys;
+      graph.channels = 1;
+    }
+  }
+
+private:
+  float& link(int from, int to) { return link_[static_cast<std::size_t>(from * n_ + to)]; }
+  int& at(SearchGraph& g, int channel, int step) { return g.intra[static_cast<std::size_t>(channel * n_ + step)]; }
+
+  // ncclTopoFollowPath + followPath for the one-link path between two GPUs (PATH_NVL is never above typeIntra).
+  bool follow(SearchGraph& g, int from, int to, int mult)
+  {
+    float& bw = link(from, to);
+    const float need = g.bw_intra * static_cast<float>(mult);
+    if (bw < need) return false;
+    bw = std::round((bw - need) * 1000) / 1000; // SUB_ROUND
+    g.hops += mult;
+    return true;
+  }
+
+  void try_gpu(SearchGraph& g, SearchGraph& save, int step, int back_to_first, int forced, long& time, int from,
+               int gpu)
+  {
+    const std::uint64_t flag = 1ULL << g.channels;
+    if (from >= 0 && !follow(g, from, gpu, 1)) return;
+    used_[static_cast<std::size_t>(gpu)] ^= flag;
+    rec_gpu(g, save, gpu, step, back_to_first, forced, time);
+    used_[static_cast<std::size_t>(gpu)] ^= flag;
+    if (from >= 0) follow(g, from, gpu, -1);
+  }
+
+  void rec_gpu(SearchGraph& g, SearchGraph& save, int gpu, int step, int back_to_first, int forced, long& time)
+  {
+    if (time <= 0) return;
+    --time;
+    if (step == n_) {
+      ++g.channels;
+      if (better(g, save)) {
+        save = g;
+        if (g.channels == g.max_channels) time = -1;
+      }
+      if (g.channels < g.max_channels) search_rec(g, save, time);
+      --g.channels;
+      return;
+    }
+    at(g, g.channels, step) = gpu;
+    if (step < n_ - 1) {
+      std::array<int, kMaxMeshGpus> next{};
+      int count = 0;
+      if (forced == kForcedPci) {
+        next[count++] = step + 1;
+      } else if (forced == kForcedReplay) {
+        next[count++] = at(g, g.channels - 1, step + 1);
+      } else {
+        const std::uint64_t flag = 1ULL << g.channels;
+        for (int i = 1; i < n_; ++i)
+          if (!(used_[static_cast<std::size_t>((gpu + i) % n_)] & flag)) next[count++] = (gpu + i) % n_;
+      }
+      for (int i = 0; i < count; ++i)
+        try_gpu(g, save, step + 1, back_to_first, forced, time, gpu, next[static_cast<std::size_t>(i)]);
+    } else if (step == back_to_first) {
+      const int first = at(g, g.channels, 0);
+      if (follow(g, gpu, first, 1)) {
+        rec_gpu(g, save, first, step + 1, -1, forced, time);
+        follow(g, gpu, first, -1);
+      }
+    } else {
+      rec_gpu(g, save, gpu, n_, -1, forced, time);
+    }
+  }
+
+  void search_rec(SearchGraph& g, SearchGraph& save, long& time)
+  {
+    const int back_to_first = g.pattern == SearchPattern::Ring ? n_ - 1 : -1;
+    if (g.channels == 0)
+      try_gpu(g, save, 0, back_to_first, kForcedPci, time, -1, 0);
+    else
+      try_gpu(g, save, 0, back_to_first, kForcedReplay, time, -1, at(g, g.channels - 1, 0));
+    if (!g.same_channels || g.channels == 0)
+      for (int s = 0; s < n_; ++s)
+        try_gpu(g, save, 0, back_to_first, 0, time, -1, s);
+  }
+
+  // ncclTopoCompareGraphs: more channels x bwIntra, then fewer hops. Its fourth rule (more channel neighbours joined
+  // by an xGMI link, ncclTopoCountXGMI) ties on a mesh, where every pair is.
+  static bool better(const SearchGraph& g, const SearchGraph& ref)
+  {
+    if (g.channels < g.min_channels) return false;
+    const float bw = static_cast<float>(g.channels) * g.bw_intra;
+    const float ref_bw = static_cast<float>(ref.channels) * ref.bw_intra;
+    if (bw > ref_bw) return true;
+    if (bw < ref_bw) return false;
+    return g.pattern == ref.pattern && g.hops < ref.hops;
+  }
+
+  // ncclTopoDupChannels (RCCL gives AMD GPUs cudaCompCap 60, so its "ccMin > 80" rule never applies).
+  void dup_channels(SearchGraph& g) const
+  {
+    if (g.channels == 0 || g.bw_intra < static_cast<float>(k().dup_min_bw_gbps)) return;
+    if (k().hip_compute_capability > k().dup_skip_above_compute_capability &&
+        g.bw_intra < static_cast<float>(k().dup_skip_below_gbps) && g.channels > k().dup_skip_above_channels)
+      return;
+    const int dup = std::min(g.channels * 2, g.max_channels);
+    for (int i = 0; i < (dup - g.channels) * n_; ++i)
+      g.intra[static_cast<std::size_t>(g.channels * n_ + i)] = g.intra[static_cast<std::size_t>(i)];
+    const int div = (dup + g.channels - 1) / g.channels;
+    g.bw_intra /= static_cast<float>(div);
+    g.bw_inter /= static_cast<float>(div);
+    g.channels = dup;
+  }
+
+  int n_;
+  std::vector<float> link_; // what is left of each directed xGMI link i -> j
+  std::vector<std::uint64_t> used_;
+  float max_bw_, total_bw_;
+  bool amd_cpu_;
+};
+
+// ---- Across nodes with a NIC per channel: a closed-form link budget ----
+//
+// Across nodes the search starts and ends each channel at a NIC, and which NICs and GPUs it pairs depends on the PCIe
+// and NUMA layout (PIX/PXB/PHB paths, the crossNic retry, PXN off by default in RCCL: NCCL_PXN_DISABLE 1), which
+// Railyard does not model. So ncclTopoCompute's speed search is followed exactly (RCCL's speed array, the .49 step
+// rule, pass 1 down, ncclTopoDupChannels, pass 2 up; the tree's minChannels 1 and maxChannels = the ring's channels
+// from src/init.cc), but the depth-first search is replaced by what a channel takes from the links, as
+// models/src/nccl_tuning.cpp derive_graphs does for NVSwitch nodes, adapted to the mesh:
+//  - each channel enters one NIC and leaves one (the ring's crossNic pairing): at most floor(min(NIC, PCIe) / bwInter)
+//    channels per NIC (the NIC's net.bw and its PCIe path both carry them);
+//  - each channel crosses the node's GPUs as a chain of ppn - 1 direct xGMI hops at bwIntra; the ppn (ppn - 1)
+//    directed links carry floor(link / bwIntra) channels each, so at most ppn x floor(link / bwIntra) channels.
+// With one GPU per node there is no xGMI hop: the NIC bound is what RCCL's search meets, so that case is exact.
+struct Budget {
+  int channels = 0;
+  double intra = 0, inter = 0;
+};
+
+int net_capacity(const NodeSpec& node, int ppn, double intra, double inter, int max_channels)
+{
+  constexpr double kEps = 1e-6; // RCCL rounds link bandwidth to 1e-3 GB/s while subtracting (SUB_ROUND)
+  const int per_nic = static_cast<int>(std::floor(std::min(gbps(node.nic_bw), gbps(node.pcie_bw)) / inter + kEps));
+  int n = std::min(max_channels, node.nics * per_nic);
+  if (ppn > 1) n = std::min(n, ppn * static_cast<int>(std::floor(gbps(node.xgmi_link_bw) / intra + kEps)));
+  return n;
+}
+
+Budget net_search(const NodeSpec& node, int ppn, bool ring, int min_channels, int max_channels)
+{
+  const double link = gbps(node.xgmi_link_bw);
+  // ncclTopoSearchInit with NICs: maxBw is the best GPU-to-NIC path, totalBw a GPU's xGMI total or its PCIe link.
+  const double max_bw = std::min(gbps(node.nic_bw), gbps(node.pcie_bw));
+  const double total_bw = std::max(gbps(node.pcie_bw), (ppn - 1) * link);
+  const double pattern_total = (!ring && ppn > 1) ? total_bw * ppn / (ppn - 1) : total_bw;
+  auto fits = [&](double intra, double inter) {
+    const int n = net_capacity(node, ppn, intra, inter, max_channels);
+    return n >= min_channels ? n : 0;
+  };
+  int idx = 0;
+  while ((speed(idx) > max_bw || speed(idx) * min_channels > pattern_total) && idx < nspeeds() - 1)
+    ++idx;
+  Budget best;
+  while (true) {
+    const Budget s{fits(speed(idx), speed(idx)), speed(idx), speed(idx)};
+    if (s.channels > 0 && s.channels * s.intra > best.channels * best.intra) best = s;
+    if (best.channels == max_channels || (best.channels > 0 && best.channels * best.inter >= total_bw)) break;
+    if (idx < nspeeds() - 1 && (best.channels == 0 || speed(idx + 1) / best.inter > k().speed_step_ratio)) {
+      ++idx;
+      continue;
+    }
+    break;
+  }
+  if (best.channels == 0) return best;
+  // ncclTopoDupChannels ("ccMin > 80 && bwIntra < 50 && nChannels > 4" never holds: AMD GPUs are cudaCompCap 60).
+  if (best.intra >= k().dup_min_bw_gbps &&
+      !(k().hip_compute_capability > k().dup_skip_above_compute_capability && best.intra < k().dup_skip_below_gbps &&
+        best.channels > k().dup_skip_above_channels)) {
+    const int dup = std::min(best.channels * 2, max_channels);
+    const int div = (dup + best.channels - 1) / best.channels;
+    best = {dup, best.intra / div, best.inter / div};
+  }
+  idx = 0;
+  while (speed(idx) > best.inter && idx < nspeeds() - 1)
+    ++idx;
+  Budget tmp{best.channels, speed(idx), speed(idx)};
+  const int need = best.channels;
+  while (idx > 0) {
+    if (ring) {
+      tmp.intra = tmp.inter = speed(--idx);
+      const int n = net_capacity(node, ppn, tmp.intra, tmp.inter, max_channels);
+      if (n >= need && n * tmp.intra > best.channels * best.intra) best = {n, tmp.intra, tmp.inter};
+    } else {
+      // Trees raise bwIntra alone while it stays below twice bwInter.
+      if (!(tmp.intra == best.intra && tmp.intra < tmp.inter * 2)) break;
+      tmp.intra = speed(--idx);
+      if (net_capacity(node, ppn, tmp.intra, tmp.inter, need) >= need && tmp.intra > best.intra) best.intra = tmp.intra;
+    }
+  }
+  return best;
 }
 
 struct RcclLayout {
   NcclSystemGraphs graphs;
-  std::vector<std::vector<int>> channel_orders; // one per comm channel
+  std::vector<std::vector<int>> channel_orders; // one per comm channel; empty where Railyard has no order
+  bool orders_known = true;
 };
 
-RcclLayout layout(const NodeSpec& node, int nnodes, NcclChannelLimits limits, int host)
+NcclGraph to_graph(int channels, double intra, double inter, NcclPath type_intra, bool same_channels)
 {
-  check_node(node, nnodes);
-  const int ngpus = node.gpus;
+  NcclGraph g;
+  g.channels = channels;
+  g.bw_intra = units::GBps(intra);
+  g.bw_inter = units::GBps(inter);
+  g.type_intra = type_intra;
+  g.type_inter = NcclPath::Pix;
+  g.same_channels = same_channels;
+  return g;
+}
+
+// ncclTopoPostset (src/graph/connect.cc) with the nc of src/init.cc (allGather3Data.nc: 2; on MI300X 16 for 2 ranks,
+// 4 for 4 ranks), from the search's `rings` (comm->nChannels of them).
+void postset(RcclLayout& out, const std::vector<std::vector<int>>& rings, const NodeSpec& node, int nnodes, int ppn,
+             NcclChannelLimits limits)
+{
+  const int nch = static_cast<int>(rings.size());
+  const int cu = node.compute_units;
+  int max_channels = (cu == 80 || cu == 20 || cu == 38) ? cu : k().max_channels;
+  if (nnodes > 1)
+    max_channels = std::min(k().multi_node_max_channels, max_channels); // nIntraChannels > 0 or nNodes > 1
+  const int max_n = std::min(limits.max > 0 ? std::min(limits.max, k().max_channels) : k().max_channels, max_channels);
+  const int nranks = nnodes * ppn;
+  const int nc0 = nranks == 2 ? k().gfx94_nc_two_ranks : nranks == 4 ? k().gfx94_nc_four_ranks : k().default_nc;
+  const int nc = std::min(max_n / nch, nc0) * nch;
+  std::vector<std::vector<int>> channels = rings;
+  if (nch <= max_channels / 2) channels.insert(channels.end(), rings.begin(), rings.end());
+  int comm = std::min(max_channels, static_cast<int>(channels.size()));
+  int min_n = limits.min > 0 ? std::min(limits.min, k().max_channels) : k().default_min_channels;
+  if (nnodes > 1) min_n = std::min(k().multi_node_max_channels, min_n);
+  if (nranks < 8 && k().multi_node_max_channels < min_n) min_n = k().default_min_channels; // "less than 8 GPUs"
+  if (min_n > max_channels) min_n = k().default_min_channels;
+  if (out.graphs.rccl.msccl_enabled) {
+    // mscclSchedulerInit: the most channels any loaded 8-rank MSCCL algorithm needs, of those within the maximum.
+    int required = 0;
+    for (int c : k().msccl_8_rank_channels)
+      if (c <= max_n) required = std::max(required, c);
+    min_n = std::max(min_n, required);
+  }
+  // "Honor NCCL_MIN_NRINGS/NCCL_MAX_NRINGS": cut to the maximum (and config.maxCTAs, MAXCHANNELS by default), then
+  // copyChannels up to max(min, nc): channel c copies channel c - comm.
+  comm = std::min({limits.max > 0 ? std::min(limits.max, k().max_channels) : k().max_channels, comm, k().max_channels});
+  channels.resize(static_cast<std::size_t>(comm));
+  const int target = std::max({min_n, nc, 1});
+  for (int c = comm; c < target; ++c)
+    channels.push_back(channels[static_cast<std::size_t>(c - comm)]);
+  out.graphs.comm_channels = static_cast<int>(channels.size());
+  out.channel_orders = std::move(channels);
+}
+
+// A whole 8x MI300X node: rome_model_79 on one node, rome_model_81 across nodes (parseA2a8P).
+RcclLayout rome_layout(const NodeSpec& node, int nnodes, NcclChannelLimits limits, int host)
+{
+  const int ngpus = 8;
   // parseA2a8P: a one-node communicator has no NIC (ncclTopoTrimSystem removes them when all ranks are local and the
   // GPUs are all xGMI-connected), so pattern "4040" and rome_model_79; several nodes: "4444" and rome_model_81.
   const bool one = nnodes == 1;
@@ -563,60 +980,114 @@ RcclLayout layout(const NodeSpec& node, int nnodes, NcclChannelLimits limits, in
   // parseGraph: bwIntra = bwInter = system->totalBw / nChannels; totalBw is a GPU's xGMI total (getTotalBw: the larger
   // of its LINK_NVL sum and its PCI link).
   const double total = std::max(node.nvlinks_per_gpu * gbps(node.xgmi_link_bw), gbps(node.pcie_bw));
-  NcclGraph g;
-  g.channels = nch;
-  g.bw_intra = g.bw_inter = units::GBps(total / nch);
-  g.type_intra = NcclPath::Nvl;
-  g.type_inter = NcclPath::Pix;
-  g.same_channels = true;
-
   RcclLayout out;
-  out.graphs.ring = g;
-  out.graphs.tree = g; // BALANCED_TREE: no treeBase in either model, so parseGraph on the same ringBase
+  // BALANCED_TREE: no treeBase in either model, so parseGraph on the same ringBase.
+  out.graphs.ring = out.graphs.tree = to_graph(nch, total / nch, total / nch, NcclPath::Nvl, true);
   out.graphs.library = CollectiveLibrary::Rccl;
   out.graphs.rccl.gfx = node.gfx;
   out.graphs.rccl.tuning_model = kMi300xTuningModel;
   out.graphs.rccl.rome_model = one ? 79 : 81;
   out.graphs.rccl.msccl_enabled = one; // rome_model_79 "mscclEnabled=1"; rome_model_81 has no such option
-
-  // ncclTopoPostset (src/graph/connect.cc).
-  const int cu = node.compute_units;
-  int max_channels = (cu == 80 || cu == 20 || cu == 38) ? cu : k().max_channels;
-  if (!one) max_channels = std::min(k().multi_node_max_channels, max_channels); // nIntraChannels > 0 or nNodes > 1
-  const int max_n = std::min(limits.max > 0 ? std::min(limits.max, k().max_channels) : k().max_channels, max_channels);
-  const int nranks = nnodes * ngpus;
-  const int nc0 = nranks == 2 ? k().gfx94_nc_two_ranks : nranks == 4 ? k().gfx94_nc_four_ranks : k().default_nc;
-  const int nc = std::min(max_n / nch, nc0) * nch;
-  std::vector<std::vector<int>> channels = rings;
-  if (nch <= max_channels / 2) channels.insert(channels.end(), rings.begin(), rings.end());
-  int comm = std::min(max_channels, static_cast<int>(channels.size()));
-  int min_n = limits.min > 0 ? std::min(limits.min, k().max_channels) : k().default_min_channels;
-  if (!one) min_n = std::min(64, min_n);
-  if (min_n > max_channels) min_n = k().default_min_channels;
-  if (out.graphs.rccl.msccl_enabled) {
-    // mscclSchedulerInit: the most channels any loaded 8-rank MSCCL algorithm needs, of those within the maximum.
-    int required = 0;
-    for (int c : k().msccl_8_rank_channels)
-      if (c <= max_n) required = std::max(required, c);
-    min_n = std::max(min_n, required);
-  }
-  // "Honor NCCL_MIN_NRINGS/NCCL_MAX_NRINGS": cut to the maximum (and config.maxCTAs, MAXCHANNELS by default), then
-  // copyChannels up to max(min, nc): channel c copies channel c - comm.
-  comm = std::min({limits.max > 0 ? std::min(limits.max, k().max_channels) : k().max_channels, comm, k().max_channels});
-  channels.resize(static_cast<std::size_t>(comm));
-  const int target = std::max({min_n, nc, 1});
-  for (int c = comm; c < target; ++c)
-    channels.push_back(channels[static_cast<std::size_t>(c - comm)]);
-  out.graphs.comm_channels = static_cast<int>(channels.size());
-  out.channel_orders = std::move(channels);
+  postset(out, rings, node, nnodes, ngpus, limits);
   return out;
+}
+
+// Any other shape: no rome model matches, so RCCL runs its search, comm->topo->tuning stays 0 (the topology is
+// ncclCalloc'ed and only a rome model's "tuning=" option sets it, src/graph/rome_models.cc parseOptions) and MSCCL is
+// off (comm->topo->mscclEnabled likewise comes only from a rome model).
+RcclLayout search_layout(const NodeSpec& node, int nnodes, int ppn, NcclChannelLimits limits)
+{
+  RcclLayout out;
+  out.graphs.library = CollectiveLibrary::Rccl;
+  out.graphs.rccl.gfx = node.gfx;
+  out.graphs.rccl.tuning_model = kNoRomeTuningModel;
+  out.graphs.rccl.rome_model = 0;
+  out.graphs.rccl.msccl_enabled = false;
+  std::vector<std::vector<int>> rings;
+  if (nnodes == 1) {
+    const auto link = static_cast<float>(gbps(node.xgmi_link_bw));
+    const auto pci = static_cast<float>(gbps(node.pcie_bw));
+    const bool amd = node.cpu == CpuVendor::Amd;
+    // src/init.cc: ring 1..MAXCHANNELS/2 channels, or 2 on a one-node RCCL_TOPO_4P2H_ROME system (more than 4 GPUs).
+    SearchGraph ring;
+    ring.pattern = SearchPattern::Ring;
+    ring.min_channels = 1;
+    ring.max_channels = ppn > 4 ? k().rome_4p2h_one_node_ring_channels : k().max_channels / 2;
+    MeshSearch(ppn, link, pci, amd).compute(ring);
+    // Without a NIC the tree must have exactly the ring's channel count.
+    SearchGraph tree;
+    tree.pattern = SearchPattern::BalancedTree;
+    tree.min_channels = tree.max_channels = ring.channels;
+    MeshSearch(ppn, link, pci, amd).compute(tree);
+    for (int c = 0; c < ring.channels; ++c)
+      rings.emplace_back(ring.intra.begin() + c * ppn, ring.intra.begin() + (c + 1) * ppn);
+    // src/init.cc: on one node comm->nChannels and both graphs' nChannels are the ring's.
+    auto path = [](int type) { return type == kPathNvl ? NcclPath::Nvl : NcclPath::Sys; };
+    out.graphs.ring = to_graph(ring.channels, ring.bw_intra, ring.bw_inter, path(ring.type_intra), ring.same_channels);
+    out.graphs.tree = to_graph(ring.channels, tree.bw_intra, tree.bw_inter, path(tree.type_intra), tree.same_channels);
+  } else {
+    const Budget ring = net_search(node, ppn, true, 1, k().max_channels / 2);
+    const Budget tree = net_search(node, ppn, false, 1, ring.channels);
+    // src/init.cc: with NICs, comm->nChannels and both graphs' nChannels are the smaller of the two.
+    const int nch = std::min(ring.channels, tree.channels);
+    // One GPU: ncclTopoCompute sets typeIntra PATH_LOC (ncclTopoTuneModel then prices intra hops as PCI).
+    const NcclPath intra = ppn == 1 ? NcclPath::Loc : NcclPath::Nvl;
+    out.graphs.ring = to_graph(nch, ring.intra, ring.inter, intra, ppn == 1);
+    out.graphs.tree = to_graph(nch, tree.intra, tree.inter, intra, ppn == 1);
+    out.orders_known = ppn == 1;
+    rings.assign(static_cast<std::size_t>(nch), ppn == 1 ? std::vector<int>{0} : std::vector<int>{});
+  }
+  postset(out, rings, node, nnodes, ppn, limits);
+  return out;
+}
+
+RcclLayout layout(const NodeSpec& node, int nnodes, int ppn, NcclChannelLimits limits, int host)
+{
+  check_shape(node, nnodes, ppn);
+  if (ppn == 8) return rome_layout(node, nnodes, limits, host);
+  return search_layout(node, nnodes, ppn, limits);
+}
+
+// sim/src/nccl_resolve.cpp describes a communicator's node as gpus = max(2, ranks per node) and nics = the NICs its
+// GPUs use there, so two GPUs with one NIC across nodes stand for one GPU per node.
+int ranks_per_node(const NodeSpec& node, int nnodes)
+{
+  return nnodes > 1 && node.gpus == 2 && node.nics == 1 ? 1 : node.gpus;
 }
 
 } // namespace
 
+NcclSystemGraphs rccl_communicator_graphs(const NodeSpec& node, int nnodes, int ranks_per_node,
+                                          NcclChannelLimits limits)
+{
+  return layout(node, nnodes, ranks_per_node, limits, 0).graphs;
+}
+
 NcclSystemGraphs rccl_derive_graphs(const NodeSpec& node, int nnodes, NcclChannelLimits limits)
 {
-  return layout(node, nnodes, limits, 0).graphs;
+  return rccl_communicator_graphs(node, nnodes, ranks_per_node(node, nnodes), limits);
+}
+
+NcclTuningInput rccl_make_input(const NodeSpec& node, int nnodes, int ranks_per_node, CollectiveKind kind, Bytes bytes)
+{
+  const auto graphs = rccl_communicator_graphs(node, nnodes, ranks_per_node);
+  NcclTuningInput in;
+  in.collective = kind;
+  in.bytes = bytes;
+  in.nnodes = nnodes;
+  in.gpus_per_node = ranks_per_node;
+  in.nranks = nnodes * ranks_per_node;
+  in.compute_capability = node.compute_capability;
+  in.cpu = node.cpu;
+  in.nvls_supported = false;
+  in.ring = graphs.ring;
+  in.tree = graphs.tree;
+  in.nvls = graphs.nvls;
+  in.comm_channels = graphs.comm_channels;
+  in.nvls_channels = graphs.nvls_channels;
+  in.library = graphs.library;
+  in.rccl = graphs.rccl;
+  return in;
 }
 
 std::vector<std::vector<int>> rccl_ring_orders(const NodeSpec& node, int nnodes, int host)
@@ -624,7 +1095,16 @@ std::vector<std::vector<int>> rccl_ring_orders(const NodeSpec& node, int nnodes,
   if (host < 0 || host >= std::max(1, nnodes))
     throw InputError(InputLocation{"", 0, "host"}, fmt::format("host {} is not a node of {}", host, nnodes),
                      "give a node index from 0 to nnodes - 1");
-  const auto orders = layout(node, nnodes, {}, host).channel_orders;
+  const int ppn = ranks_per_node(node, nnodes);
+  const auto l = layout(node, nnodes, ppn, {}, host);
+  if (!l.orders_known)
+    bad_input("node.gpus",
+              fmt::format("{} GPUs per node across {} nodes: the channel count is a closed-form link budget, and the "
+                          "order in which RCCL's search chains the GPUs between two NICs depends on the PCIe and "
+                          "NUMA paths (PXB, PHB, crossNic) that Railyard does not model",
+                          ppn, nnodes),
+              "use whole 8-GPU nodes (rome_model_81's rings), one node, or one GPU per node for ring orders");
+  const auto& orders = l.channel_orders;
   const int n = static_cast<int>(orders.size());
   for (int period = 1; period <= n; ++period) {
     if (n % period != 0) continue;
@@ -641,9 +1121,18 @@ std::vector<std::vector<int>> rccl_ring_orders(const NodeSpec& node, int nnodes,
 
 LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnodes)
 {
+  // Whole 8x MI300X nodes match rome_model_79 / rome_model_81 (tuning=5); every other shape matches none (tuning 0).
+  const bool whole_nodes = nnodes >= 1 && nranks == 8 * nnodes;
+  return rccl_lowering_costs(a, p, nranks, nnodes, whole_nodes ? kMi300xTuningModel : kNoRomeTuningModel);
+}
+
+LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnodes, int tuning_model)
+{
   if (nnodes < 1 || nranks < nnodes)
     throw std::invalid_argument(fmt::format("rccl_lowering_costs: {} ranks on {} nodes", nranks, nnodes));
-  const auto& m = k().tuning_models[kMi300xTuningModel];
+  if (tuning_model < 0 || tuning_model >= static_cast<int>(k().tuning_models.size()))
+    throw std::invalid_argument(fmt::format("rccl_lowering_costs: tuning model {} is not 0..5", tuning_model));
+  const auto& m = k().tuning_models[static_cast<std::size_t>(tuning_model)];
   const auto ai = static_cast<std::size_t>(a);
   const auto pi = static_cast<std::size_t>(p);
   const double to_s = 1e-6;
@@ -651,7 +1140,8 @@ LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnode
   switch (a) {
   case Algorithm::Ring:
   case Algorithm::Tree: {
-    double intra = m.hw_latency_us[kHwNvlink][ai][pi];
+    // One GPU per node: the graph's typeIntra is PATH_LOC, so ncclTopoTuneModel takes the PCI row.
+    double intra = m.hw_latency_us[nranks == nnodes && nnodes > 1 ? kHwPci : kHwNvlink][ai][pi];
     // ncclTopoTuneModel: "Inter-node rings still have to launch nsteps * net overhead" (AMD EPYC host: 2 us, x3 for
     // Simple) as the floor of every intra-node ring hop.
     if (a == Algorithm::Ring && nnodes > 1)

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -439,4 +440,295 @@ TEST(RcclMi300x, NcclInputsAreUnchanged)
   // NVLS is available to NCCL on this H100 node and refused only on the RCCL side.
   EXPECT_NO_THROW(check_request(in, Algorithm::Nvls, Protocol::Simple, {}));
   EXPECT_EQ(derive_graphs(node_spec(NodeLayout::DgxH100), 1).library, CollectiveLibrary::Nccl);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Communicators that are not whole 8-GPU nodes: no rome model matches, RCCL searches (src/graph/search.cc
+// ncclTopoCompute) and prices with rcclTuningModel[0] (comm->topo->tuning is only set by a rome model's "tuning=").
+
+namespace {
+
+// src/graph/topo.h GFX94X_XGMI_WIDTH: one xGMI link between each GPU pair; PCIe Gen5 x16 = 16 x 240 / 80 GB/s
+// (src/graph/topo.cc ncclTopoAddPci); the NIC 400 Gb/s = 50 GB/s (node_spec). src/graph/search.cc speedArrayIntra /
+// speedArrayInter (AMD): 48, 24, 20, ...; ncclTopoDupChannels halves channels of bwIntra >= 25.
+constexpr double kLink = 48.0, kPcie = 48.0, kTopSpeed = 48.0;
+// rcclTuningModel[0] = tuning_model_0 (src/graph/tuning.cc):
+//   hwLat NVLINK: Tree { 0.8, 1.4, 2.5 }, Ring { 0.8, 2.2, 3.6 }; PCI: Ring { 2.2, 2.2, 5.7 };
+//   NET: Tree { 11.8, 18.2, 20.8 }, Ring { 9.5, 19.8, 15.1 }
+constexpr double k0NvlTreeLL = 0.8, k0NvlRingLL = 0.8, k0NvlRingSimple = 3.6, k0NvlTreeSimple = 2.5;
+constexpr double k0PciRingLL = 2.2, k0PciRingSimple = 5.7;
+constexpr double k0NetTreeLL = 11.8, k0NetTreeSimple = 20.8, k0NetRingLL = 9.5, k0NetRingSimple = 15.1;
+//   bwRatio nNodes <= 2: Tree { 0.04, 0.22, 0.91 }, Ring { 0.04, 0.34, 1.0 }; nNodes > 2: Tree { 0.04, 0.22, 0.95 }
+constexpr double k0RatioLL = 0.04, k0RatioTreeSimple2 = 0.91, k0RatioTreeSimpleN = 0.95, k0RatioRingSimple = 1.0;
+constexpr double k0TreeCorrLL[27] = {0.1, 0.2, 0.1, 0.1, 0.9, 0.3, 0.4, 0.1, 0.2, 0.4, 0.2, 0.1, 0.3, 0.3,
+                                     0.2, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1};
+constexpr double k0TreeCorrSimple[27] = {0.2, 1.0, 0.1, 0.1, 0.7, 0.2, 0.4, 0.1, 0.1, 0.3, 0.4, 0.3, 0.6, 0.8,
+                                         1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.8, 0.8, 0.9, 0.9, 0.9};
+constexpr double k0RingCorrLL[27] = {0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0.4, 0.2, 0.3, 0.5, 0.3, 0.1, 0.5, 0.5,
+                                     0.3, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1};
+constexpr double k0RingCorrSimple[27] = {1.0, 0.8, 0.2, 1.0, 1.0, 0.3, 1.0, 0.1, 0.1, 0.2, 0.2, 0.1, 0.5, 1.0,
+                                         0.8, 0.8, 1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+
+NodeSpec comm_node(int nics)
+{
+  NodeSpec n = node_spec(NodeLayout::Mi300x);
+  n.nics = nics;
+  return n;
+}
+
+struct Shape {
+  std::string name;
+  int nnodes, ppn, nics;
+  int ring_channels;
+  double ring_bw;                // GB/s per channel (bwIntra = bwInter)
+  double tree_intra, tree_inter; // GB/s per channel
+  int comm_channels;
+};
+
+// Each line derived by hand from ncclTopoCompute (src/graph/search.cc) and ncclTopoPostset (src/graph/connect.cc):
+std::vector<Shape> shapes()
+{
+  return {
+      // TP 2: one ring 0->1->0 takes both directed links at 48; a second does not fit. 1 x 48 reaches totalBw =
+      // max(PCIe 48, 1 link x 48), so pass 1 ends; ncclTopoDupChannels: 2 x 24; pass 2 cannot fit 2 at 48. The tree
+      // (minChannels = maxChannels = 2 without a NIC) finds chains 0->1 and 1->0 at 48. ncclTopoPostset doubles 2 to
+      // 4; src/init.cc nc = 16 for 2 ranks ("NCCL_MIN_NCHANNELS=32"): 2 x 16 = 32.
+      {"TP 2 (1 x 2 MI300X)", 1, 2, 8, 2, kLink / 2, kLink, kLink, 32},
+      // TP 4: at 48 at most 2 link-disjoint directed Hamiltonian 4-cycles exist (K4 has no decomposition into 3:
+      // Tillson, n != 4, 6), 96 < totalBw 3 x 48 = 144; 24 / 48 = .5 > .49, so 24: the 6 directed Hamiltonian cycles
+      // use each of the 12 links twice, 6 x 24 = 144 = totalBw. 24 < 25: no duplication. Tree likewise 6 x 24.
+      // Postset: 12, nc = 4 for 4 ranks ("NCCL_MIN_NCHANNELS=24"): 6 x 4 = 24.
+      {"TP 4 (1 x 4 MI300X)", 1, 4, 8, 6, kLink / 2, kLink / 2, kLink / 2, 24},
+      // One GPU per node: each channel enters and leaves through the GPU's NIC, floor(min(NIC 50, PCIe 48) / 48) = 1
+      // at 48 = totalBw (PCIe 48, no xGMI link) -> dup 2 x 24. The tree (pattern TREE for one GPU) raises bwIntra to
+      // 48 in pass 2: it has no xGMI hop. comm = min(tree, ring) = 2, doubled to 4; nc 16 at 2 ranks -> 32, else 2
+      // -> 4.
+      {"DP 2 x 1", 2, 1, 1, 2, kPcie / 2, kTopSpeed, kPcie / 2, 32},
+      {"DP 16 x 1", 16, 1, 1, 2, kPcie / 2, kTopSpeed, kPcie / 2, 4},
+      {"DP 128 x 1", 128, 1, 1, 2, kPcie / 2, kTopSpeed, kPcie / 2, 4},
+      // 4 GPUs per node on 4 nodes, 4 NICs (closed form): at 48 each NIC carries 1 channel and the 12 xGMI links 4
+      // chains of 3 hops: 4 x 48 = 192 >= totalBw 144 -> dup 8 x 24; pass 2: 8 chains at 48 need 24 links. Postset
+      // 8 -> 16; nc 2 (16 ranks).
+      {"4 x 4 MI300X", 4, 4, 4, 8, kLink / 2, kLink / 2, kLink / 2, 16},
+  };
+}
+
+// RCCL's all_reduce rows for a shape (tuning model 0), hand-built from ncclTopoTuneModel's AMD branch.
+System all_reduce_rows(const Shape& s)
+{
+  const int nranks = s.nnodes * s.ppn, nnodes = s.nnodes;
+  const double nsteps = 2.0 * (nranks - 1);
+  const bool few = nnodes <= 2; // bwRatio row and bwIntra vs bwInter
+  const double ring_bus = s.ring_channels * s.ring_bw;
+  const double tree_bus = s.ring_channels * (few ? s.tree_intra : s.tree_inter);
+  std::vector<Row> rows;
+  if (nnodes == 1) {
+    // Intra-node hops at hwLat[NVLINK]; Tree/Simple skipped on one gfx94x node; rings uncorrected.
+    rows.push_back({Algorithm::Tree, Protocol::LL, kBaseLL + 2 * (s.ppn - 1) * k0NvlTreeLL, tree_bus * k0RatioLL * 0.5,
+                    k0TreeCorrLL});
+    rows.push_back({Algorithm::Ring, Protocol::LL, kBaseLL + nsteps * k0NvlRingLL,
+                    ring_bus * k0RatioLL * nranks / nsteps, nullptr});
+    rows.push_back({Algorithm::Ring, Protocol::Simple, kBaseSimple + nsteps * k0NvlRingSimple,
+                    ring_bus * k0RatioRingSimple * nranks / nsteps, nullptr});
+  } else {
+    // RCCL counts 2 x nNodes network steps of a ring all_reduce, so nsteps - 2 nNodes intra steps (-2 with one GPU
+    // per node, whose PATH_LOC graph prices them at hwLat[PCI]), each at least the AMD host's net overhead (2 us, x3
+    // for Simple). Tree: 2 x (intra hops + log2i(nNodes) network hops).
+    const double inter_steps = 2.0 * nnodes;
+    const double intra_ll = std::max(s.ppn == 1 ? k0PciRingLL : k0NvlRingLL, kNetOverheadAmd);
+    const double intra_simple = std::max(s.ppn == 1 ? k0PciRingSimple : k0NvlRingSimple, 3 * kNetOverheadAmd);
+    const double levels = log2i(static_cast<std::uint64_t>(nnodes));
+    const double tree_ratio_simple = few ? k0RatioTreeSimple2 : k0RatioTreeSimpleN;
+    rows.push_back({Algorithm::Tree, Protocol::LL, kBaseLL + 2 * ((s.ppn - 1) * k0NvlTreeLL + levels * k0NetTreeLL),
+                    tree_bus * k0RatioLL * 0.5, k0TreeCorrLL});
+    rows.push_back({Algorithm::Tree, Protocol::Simple,
+                    kBaseSimple + 2 * ((s.ppn - 1) * k0NvlTreeSimple + levels * k0NetTreeSimple),
+                    tree_bus * tree_ratio_simple * 0.5, k0TreeCorrSimple});
+    rows.push_back({Algorithm::Ring, Protocol::LL,
+                    kBaseLL + (nsteps - inter_steps) * intra_ll + inter_steps * k0NetRingLL,
+                    ring_bus * k0RatioLL * nranks / nsteps, k0RingCorrLL});
+    rows.push_back({Algorithm::Ring, Protocol::Simple,
+                    kBaseSimple + (nsteps - inter_steps) * intra_simple + inter_steps * k0NetRingSimple,
+                    ring_bus * k0RatioRingSimple * nranks / nsteps, k0RingCorrSimple});
+  }
+  return {s.name, nnodes, nranks, s.comm_channels, rows};
+}
+
+std::string size_name(double bytes)
+{
+  return bytes < 1024        ? fmt::format("{} B", bytes)
+         : bytes < (1 << 30) ? fmt::format("{} MiB", bytes / (1 << 20))
+                             : fmt::format("{} GiB", bytes / (1 << 30));
+}
+
+} // namespace
+
+TEST(RcclMi300xShapes, GraphsOfRcclsSearchByHand)
+{
+  for (const Shape& s : shapes()) {
+    const auto g = rccl_communicator_graphs(comm_node(s.nics), s.nnodes, s.ppn);
+    EXPECT_EQ(g.library, CollectiveLibrary::Rccl) << s.name;
+    EXPECT_EQ(g.rccl.rome_model, 0) << s.name;
+    EXPECT_EQ(g.rccl.tuning_model, 0) << s.name;
+    EXPECT_FALSE(g.rccl.msccl_enabled) << s.name;
+    EXPECT_EQ(g.ring.channels, s.ring_channels) << s.name;
+    EXPECT_EQ(g.tree.channels, s.ring_channels) << s.name; // comm->nChannels: the graphs agree after src/init.cc
+    expect_close(s.ring_bw * 1e9, g.ring.bw_intra.bytes_per_sec(), s.name + " ring intra");
+    expect_close(s.ring_bw * 1e9, g.ring.bw_inter.bytes_per_sec(), s.name + " ring inter");
+    expect_close(s.tree_intra * 1e9, g.tree.bw_intra.bytes_per_sec(), s.name + " tree intra");
+    expect_close(s.tree_inter * 1e9, g.tree.bw_inter.bytes_per_sec(), s.name + " tree inter");
+    EXPECT_EQ(g.comm_channels, s.comm_channels) << s.name;
+    EXPECT_EQ(g.ring.type_intra, s.ppn == 1 ? NcclPath::Loc : NcclPath::Nvl) << s.name;
+  }
+  // The simulator's description of a one-GPU-per-node communicator (gpus = max(2, ppn) = 2, one NIC) reads as ppn 1.
+  NodeSpec sim = comm_node(1);
+  sim.gpus = 2;
+  const auto via_sim = derive_graphs(sim, 2);
+  EXPECT_EQ(via_sim.comm_channels, 32);
+  EXPECT_EQ(via_sim.ring.type_intra, NcclPath::Loc);
+  // TP 2 as the simulator describes it (gpus 2, nics 2, one node).
+  sim.nics = 2;
+  EXPECT_EQ(derive_graphs(sim, 1).comm_channels, 32);
+  // 5 to 7 GPUs of a node are RCCL_TOPO_4P2H_ROME (parseRome4P2H: more than 4 GPUs with xGMI links), so the one-node
+  // ring search stops at 2 channels ("limit single node max channels when searching ring graph on Rome"): two
+  // link-disjoint rings at 48 fill it; no duplication beyond maxChannels. Postset 4, nc 2.
+  const auto six = rccl_communicator_graphs(comm_node(8), 1, 6);
+  EXPECT_EQ(six.ring.channels, 2);
+  expect_close(kLink * 1e9, six.ring.bw_intra.bytes_per_sec(), "6 GPUs ring");
+  EXPECT_EQ(six.comm_channels, 4);
+  // NCCL_MAX_NCHANNELS=8 on TP 4: maxNchannels 8, so nc = min(8 / 6, 4) x 6 = 6; the doubled 12 are cut to 8.
+  EXPECT_EQ(rccl_communicator_graphs(comm_node(8), 1, 4, {0, 8}).comm_channels, 8);
+}
+
+TEST(RcclMi300xShapes, RingOrdersOfRcclsSearch)
+{
+  NodeSpec tp = comm_node(8);
+  tp.gpus = 2;
+  EXPECT_EQ(rccl_ring_orders(tp, 1), (std::vector<std::vector<int>>{{0, 1}}));
+  // TP 4: the PCI order first, then the search's first-fit over the GPUs after the current one: all 6 directed
+  // Hamiltonian cycles from GPU 0, each of the 12 directed links in exactly two of them.
+  tp.gpus = 4;
+  const auto four = rccl_ring_orders(tp, 1);
+  EXPECT_EQ(four, parse("0 1 2 3|0 1 3 2|0 2 3 1|0 2 1 3|0 3 1 2|0 3 2 1"));
+  std::map<std::pair<int, int>, int> uses;
+  for (const auto& o : four)
+    for (std::size_t i = 0; i < o.size(); ++i)
+      ++uses[{o[i], o[(i + 1) % o.size()]}];
+  EXPECT_EQ(uses.size(), 12u);
+  for (const auto& [pair, n] : uses)
+    EXPECT_EQ(n, 2) << pair.first << "->" << pair.second;
+  NodeSpec dp = comm_node(1);
+  dp.gpus = 2;
+  EXPECT_EQ(rccl_ring_orders(dp, 16), (std::vector<std::vector<int>>{{0}}));
+  // Several GPUs per node across nodes: the closed form has no order.
+  NodeSpec four_per_node = comm_node(4);
+  four_per_node.gpus = 4;
+  try {
+    rccl_ring_orders(four_per_node, 4);
+    ADD_FAILURE() << "orders for 4 x 4 given";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().field, "node.gpus");
+  }
+}
+
+TEST(RcclMi300xShapes, AllReducePicksByHand)
+{
+  const std::vector<double> sizes = {8, 1 << 20, 1024.0 * (1 << 20)};
+  std::cout << "| shape | ring | tree | comm channels | size | pick | channels | time [us] | runner-up | time [us] |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const Shape& shape : shapes()) {
+    const System s = all_reduce_rows(shape);
+    for (double bytes : sizes) {
+      std::vector<std::pair<double, const Row*>> times;
+      for (const Row& row : s.rows)
+        times.push_back({row_time_us(row, bytes), &row});
+      std::stable_sort(times.begin(), times.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      const Row& pick = *times[0].second;
+      const auto in =
+          rccl_make_input(comm_node(shape.nics), shape.nnodes, shape.ppn, CollectiveKind::AllReduce, Bytes(bytes));
+      EXPECT_EQ(rccl_default_path(in), RcclKernelPath::CostModel) << s.name; // no rome model: no MSCCL
+      const auto got = choose(in);
+      ASSERT_TRUE(got) << s.name << " " << bytes;
+      EXPECT_EQ(combo(got->algorithm, got->protocol), combo(pick.a, pick.p)) << s.name << " " << bytes;
+      EXPECT_EQ(got->channels, expected_channels(s, pick, bytes)) << s.name << " " << bytes;
+      expect_close(times[0].first, got->time.seconds() * 1e6, s.name + " time");
+      for (const auto& [t, row] : times) {
+        const auto p = predict(in, row->a, row->p);
+        ASSERT_TRUE(p) << s.name << " " << combo(row->a, row->p);
+        expect_close(t, p->seconds() * 1e6, s.name + " " + combo(row->a, row->p));
+      }
+      // Nothing else is priced: LL128 is off by default on gfx942, NVLS / CollNet / PAT absent, Tree/Simple skipped
+      // on one node.
+      int priced = 0;
+      for (const auto& e : table(in))
+        priced += e.time.has_value() ? 1 : 0;
+      EXPECT_EQ(priced, static_cast<int>(s.rows.size())) << s.name;
+      std::cout << fmt::format("| {} | {} x {:g} | {} x {:g}/{:g} | {} | {} | {} | {} | {:.2f} | {} | {:.2f} |\n",
+                               s.name, shape.ring_channels, shape.ring_bw, shape.ring_channels, shape.tree_intra,
+                               shape.tree_inter, shape.comm_channels, size_name(bytes), combo(pick.a, pick.p),
+                               got->channels, times[0].first, combo(times[1].second->a, times[1].second->p),
+                               times[1].first);
+    }
+  }
+}
+
+TEST(RcclMi300xShapes, RefusalsNameTheFieldAndWhy)
+{
+  auto field_of_error = [](auto&& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return e.where().field + " | " + e.rule();
+    }
+    return std::string("accepted");
+  };
+  // A whole node with 4 NICs across nodes matches rome_model_87, whose rings Railyard does not carry.
+  auto msg = field_of_error([] { rccl_communicator_graphs(comm_node(4), 2, 8); });
+  EXPECT_EQ(msg.rfind("node.nics", 0), 0u) << msg;
+  EXPECT_NE(msg.find("rome_model_87"), std::string::npos) << msg;
+  msg = field_of_error([] { rccl_communicator_graphs(comm_node(16), 2, 8); });
+  EXPECT_NE(msg.find("rome_model_84"), std::string::npos) << msg;
+  // One rank has nothing to search.
+  msg = field_of_error([] { rccl_communicator_graphs(comm_node(8), 1, 1); });
+  EXPECT_EQ(msg.rfind("ranks_per_node", 0), 0u) << msg;
+  // Not a full xGMI mesh.
+  NodeSpec partial = comm_node(8);
+  partial.nvlinks_per_gpu = 2;
+  msg = field_of_error([&] { rccl_communicator_graphs(partial, 1, 4); });
+  EXPECT_EQ(msg.rfind("node.nvlinks_per_gpu", 0), 0u) << msg;
+  EXPECT_NE(msg.find("fully connected"), std::string::npos) << msg;
+  // Another GPU.
+  NodeSpec mi250 = comm_node(8);
+  mi250.gfx = "gfx90a";
+  msg = field_of_error([&] { rccl_communicator_graphs(mi250, 1, 4); });
+  EXPECT_EQ(msg.rfind("node.gfx", 0), 0u) << msg;
+  // No NIC across nodes.
+  msg = field_of_error([] { rccl_communicator_graphs(comm_node(0), 2, 1); });
+  EXPECT_EQ(msg.rfind("node.nics", 0), 0u) << msg;
+  // More than a node's GPUs.
+  msg = field_of_error([] { rccl_communicator_graphs(comm_node(8), 1, 9); });
+  EXPECT_EQ(msg.rfind("ranks_per_node", 0), 0u) << msg;
+  // LL128 is refused on these shapes too: off by default on gfx942 although tuning model 0's bwRatio is not 0.
+  const auto in = rccl_make_input(comm_node(8), 1, 4, CollectiveKind::AllReduce, Bytes(1 << 20));
+  EXPECT_THROW(check_request(in, Algorithm::Ring, Protocol::LL128, {}), InputError);
+  EXPECT_FALSE(predict(in, Algorithm::Ring, Protocol::LL128));
+}
+
+TEST(RcclMi300xShapes, LoweringCostsUseTuningModelZero)
+{
+  // TP 4 on one node: tuning model 0 (no rome model).
+  auto c = rccl_lowering_costs(Algorithm::Ring, Protocol::Simple, 4, 1);
+  expect_close(kBaseSimple * 1e-6, c.launch.seconds(), "launch");
+  expect_close(k0NvlRingSimple * 1e-6, c.intra_hop.seconds(), "intra");
+  expect_close(k0NetRingSimple * 1e-6, c.inter_hop.seconds(), "inter");
+  // One GPU per node: PATH_LOC -> hwLat[PCI], floored by the net overhead (x3 for Simple).
+  c = rccl_lowering_costs(Algorithm::Ring, Protocol::LL, 16, 16);
+  expect_close(std::max(k0PciRingLL, kNetOverheadAmd) * 1e-6, c.intra_hop.seconds(), "ppn 1 intra");
+  expect_close(k0NetRingLL * 1e-6, c.inter_hop.seconds(), "ppn 1 inter");
+  // Whole nodes keep tuning model 5; the explicit form takes any index.
+  c = rccl_lowering_costs(Algorithm::Ring, Protocol::LL, 8, 1);
+  expect_close(kNvlRingLL * 1e-6, c.intra_hop.seconds(), "whole node");
+  c = rccl_lowering_costs(Algorithm::Tree, Protocol::LL, 8, 1, 0);
+  expect_close(k0NvlTreeLL * 1e-6, c.intra_hop.seconds(), "explicit 0");
+  EXPECT_THROW(rccl_lowering_costs(Algorithm::Tree, Protocol::LL, 8, 1, 6), std::invalid_argument);
 }

@@ -5,14 +5,16 @@
 //     time = latency + bytes / (bandwidth x tree or ring correction factor by size);
 //   - rccl_choose() is topoGetAlgoInfo + getChannnelThreadInfo (src/enqueue.cc): the cheapest combination, the Ring
 //     fallback when nothing else is left, channels trimmed for small messages (threads never, on AMD);
-//   - rccl_derive_graphs() / rccl_ring_orders() give what RCCL's rome models give an 8x MI300X node
-//     (src/graph/rome_models.cc parseA2a8P: rome_model_79 on one node, rome_model_81 on several) and the channel
-//     counts of ncclTopoPostset (src/graph/connect.cc).
+//   - rccl_communicator_graphs() / rccl_derive_graphs() / rccl_ring_orders() give what RCCL sets up on MI300X: the
+//     rome models for whole 8-GPU nodes (src/graph/rome_models.cc parseA2a8P: rome_model_79 on one node,
+//     rome_model_81 on several), RCCL's own search (src/graph/search.cc ncclTopoCompute) ported exactly for 2..7
+//     GPUs of one node, a closed-form link budget in its place across nodes, then ncclTopoPostset
+//     (src/graph/connect.cc).
 // Callers normally reach these through nccl_tuning.hpp: algo_cost, predict, table, choose, check_request and validate
 // dispatch here when NcclTuningInput::library is CollectiveLibrary::Rccl, and derive_graphs / node_spec know
 // NodeLayout::Mi300x. Constants: models/data/rccl_tuning_2_21_5.inc. Not modelled (see models/README.md "RCCL cost
 // model"): the MSCCL and MSCCL++ kernels RCCL runs some single-node calls on instead (rccl_default_path says which),
-// CollNet, tuner plugins, NCCL_THREAD_THRESHOLDS, and MI300X nodes that match no rome model or another one.
+// CollNet, tuner plugins, NCCL_THREAD_THRESHOLDS, and whole MI300X nodes that match another rome model.
 #pragma once
 
 #include "railyard/models/nccl_tuning.hpp"
@@ -59,6 +61,17 @@ struct RcclConstants {
   const char* rome_model_81_ring_base;
   const char* rome_model_81_ring_tail2;
   const char* rome_model_81_ring_tail1;
+  // ncclTopoCompute (src/graph/search.cc) where no rome model matches: RCCL's speed array (intra and inter are the
+  // same on AMD), the step rule, ncclTopoDupChannels' threshold, the search timeouts and the 4P2H ring limit.
+  std::array<double, 17> search_speeds_gbps;
+  double speed_step_ratio;
+  double dup_min_bw_gbps;
+  int dup_skip_above_compute_capability, dup_skip_above_channels;
+  double dup_skip_below_gbps;
+  long search_timeout, search_timeout_tree, search_timeout_same_channels, search_global_timeout;
+  int rome_4p2h_one_node_ring_channels;
+  double fallback_bw_gbps;
+  int hip_compute_capability;
 };
 const RcclConstants& rccl_constants();
 
@@ -76,9 +89,10 @@ std::optional<Seconds> rccl_predict(const NcclTuningInput& in, Algorithm a, Prot
 std::vector<NcclPrediction> rccl_table(const NcclTuningInput& in);
 
 /// topoGetAlgoInfo + getChannnelThreadInfo: the cheapest combination (first on ties; LL128 skipped unless the
-/// topology is exactly RCCL_TOPO_XGMI_ALL, i.e. no rome model matched); where NCCL_ALGO / NCCL_PROTO leave nothing,
-/// RCCL's Ring fallback (the ring bandwidths before the overrides). Channels: comm channels, one fewer while bytes <
-/// channels x threads x threshold; threads stay at the maximum (256). Empty for AllToAll / SendRecv.
+/// topology is exactly RCCL_TOPO_XGMI_ALL: no rome model matched, at most 4 GPUs per node); where NCCL_ALGO /
+/// NCCL_PROTO leave nothing, RCCL's Ring fallback (the ring bandwidths before the overrides). Channels: comm channels,
+/// one fewer while bytes < channels x threads x threshold; threads stay at the maximum (256). Empty for AllToAll /
+/// SendRecv.
 std::optional<NcclChoice> rccl_choose(const NcclTuningInput& in);
 
 /// Refuses what RCCL cannot run on this communicator, naming collective, algorithm (and protocol) and why: NVLS and
@@ -90,28 +104,54 @@ void rccl_check_request(const NcclTuningInput& in, Algorithm a, std::optional<Pr
 /// naming the field.
 void rccl_validate(const NcclTuningInput& in, const InputLocation& where);
 
-/// The graphs and channel counts RCCL 2.21.5 sets up on `nnodes` 8x MI300X nodes (node_spec(NodeLayout::Mi300x)):
-/// one node matches rome_model_79 (the NICs are trimmed from a one-node communicator): 28 ring and tree channels of
-/// 336 / 28 = 12 GB/s, 56 comm channels; several nodes (8 NICs per node) match rome_model_81: 64 channels of
-/// 336 / 64 = 5.25 GB/s, 64 comm channels. `limits` are NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS as RCCL's
-/// ncclTopoPostset applies them. Throws InputError for a node RCCL's models do not cover this way.
+/// The graphs and channel counts RCCL 2.21.5 sets up for a communicator of `ranks_per_node` GPUs on each of `nnodes`
+/// MI300X nodes (node: node_spec(NodeLayout::Mi300x), with nics = the NICs those GPUs use on one node). Three ways,
+/// each as RCCL takes it (models/README.md "RCCL cost model" has the table of shapes):
+///   - 8 GPUs per node: the rome models (src/graph/rome_models.cc parseA2a8P). One node: rome_model_79, 28 ring and
+///     tree channels of 336 / 28 = 12 GB/s, 56 comm channels, MSCCL on; several nodes (8 NICs): rome_model_81, 64
+///     channels of 5.25 GB/s, 64 comm channels. Tuning model 5.
+///   - 2..7 GPUs on one node: no rome model matches, so ncclTopoCompute runs its depth-first search, ported exactly
+///     for the xGMI mesh (one 48 GB/s link per GPU pair): TP 2 gives ring 2 x 24 and tree 2 x 48 GB/s, TP 4 ring and
+///     tree 6 x 24 GB/s. Tuning model 0.
+///   - 1..7 GPUs per node on several nodes: ncclTopoCompute's speed search with a closed-form link budget in place of
+///     its depth-first search (a channel per NIC at min(NIC, PCIe) / speed, ppn x floor(48 / speed) over the xGMI
+///     links); exact for one GPU per node (ring 2 x 24 GB/s, tree 2 x 48/24). Tuning model 0.
+/// Then ncclTopoPostset (src/graph/connect.cc) with RCCL's nc (src/init.cc: 16 for 2 ranks, 4 for 4 ranks on
+/// MI300X). `limits` are NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS as RCCL applies them. Throws InputError naming the
+/// field for shapes RCCL's code takes elsewhere (8 GPUs with other than 8 NICs across nodes: rome_model_84 / 87 or
+/// no model; a node that is not a full xGMI mesh; one rank).
+NcclSystemGraphs rccl_communicator_graphs(const NodeSpec& node, int nnodes, int ranks_per_node,
+                                          NcclChannelLimits limits = {});
+
+/// rccl_communicator_graphs with the ranks per node read from `node` as sim/src/nccl_resolve.cpp writes it:
+/// node.gpus GPUs per node, except that 2 GPUs with 1 NIC on several nodes stand for 1 GPU per node (the simulator
+/// passes gpus = max(2, ppn)). RCCL's channel count also depends on the communicator's rank count (nc 16 at 2 ranks,
+/// 4 at 4), so a caller that knows its ranks per node should call rccl_communicator_graphs.
 NcclSystemGraphs rccl_derive_graphs(const NodeSpec& node, int nnodes, NcclChannelLimits limits = {});
 
-/// The intra-node GPU orders (local indices 0..7) of RCCL's rings on node `host` (0-based) of `nnodes` MI300X
-/// nodes, one per channel up to the shortest period of the channel sequence that divides the communicator's channel
-/// count, so channel c runs orders[c % orders.size()]. From the rome model's ring strings (one node: rome_model_79's
-/// 28 rings, 14 distinct, channels doubled to 56; several nodes: rome_model_81's 64, an order entering the node at
-/// its first GPU through that GPU's NIC and leaving from its last). With an even node count RCCL reverses every
-/// order on odd hosts (parseGraph reverse = hostIdx % 2), so rings cross between nodes on one rail; with an odd
-/// count the last two hosts take ringTail1 / ringTail2. Assumes RCCL's GPU and NIC mapping is the identity (the
-/// node enumerates like the model: GPU i's NIC is NIC i, GPUs 0-3 on NUMA node 0).
+/// A ready RCCL input for `ranks_per_node` GPUs on each of `nnodes` MI300X nodes (rccl_communicator_graphs).
+NcclTuningInput rccl_make_input(const NodeSpec& node, int nnodes, int ranks_per_node, CollectiveKind kind, Bytes bytes);
+
+/// The intra-node GPU orders of RCCL's rings on node `host` (0-based) of `nnodes`, one per channel up to the shortest
+/// period of the channel sequence that divides the communicator's channel count, so channel c runs
+/// orders[c % orders.size()]; ranks per node are read from `node` as rccl_derive_graphs does. Whole nodes: the rome
+/// models' ring strings (one node: rome_model_79's 28 rings, 14 distinct, channels doubled to 56; several nodes:
+/// rome_model_81's 64, an order entering the node at its first GPU through that GPU's NIC and leaving from its last;
+/// with an even node count RCCL reverses every order on odd hosts (parseGraph reverse = hostIdx % 2), with an odd
+/// count the last two hosts take ringTail1 / ringTail2), local indices 0..7, assuming RCCL's GPU and NIC mapping is
+/// the identity. 2..7 GPUs on one node: the rings of RCCL's search (indices 0..ppn-1 of the communicator's GPUs in
+/// bus order), e.g. TP 2: {0 1}; one GPU per node: {0}. Several GPUs per node across nodes: InputError (field
+/// node.gpus), the closed form has no order.
 std::vector<std::vector<int>> rccl_ring_orders(const NodeSpec& node, int nnodes, int host = 0);
 
 /// RCCL's fixed costs for the lowering, as nccl_lowering_costs gives NCCL's: launch = baseLat[a][p], intra_hop =
-/// hwLat[NVLINK][a][p] and inter_hop = hwLat[NET][a][p] of MI300X's tuning model (rcclTuningModel[5]); a ring across
-/// nodes pays at least the network post overhead per intra-node hop (AMD EPYC host: 2 us, x3 for Simple), as RCCL's
-/// model does. Throws std::invalid_argument for NVLS, NVLSTree, PAT and CollNet, which RCCL does not run here.
+/// hwLat[NVLINK][a][p] (hwLat[PCI] with one GPU per node, whose graph is PATH_LOC) and inter_hop = hwLat[NET][a][p]
+/// of rcclTuningModel[tuning_model]; a ring across nodes pays at least the network post overhead per intra-node hop
+/// (AMD EPYC host: 2 us, x3 for Simple), as RCCL's model does. The four-argument form takes tuning model 5 for whole
+/// 8-GPU nodes (nranks = 8 x nnodes: rome_model_79 / rome_model_81) and 0 otherwise (no rome model matched). Throws
+/// std::invalid_argument for NVLS, NVLSTree, PAT and CollNet, which RCCL does not run here.
 LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnodes);
+LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnodes, int tuning_model);
 
 /// Where RCCL 2.21.5 sends a call before its cost model is asked (src/collectives.cc -> mscclEnqueueCheck) with
 /// default settings: on a communicator whose rome model enables MSCCL (one 8x MI300X node), all_reduce up to
