@@ -63,6 +63,18 @@ std::pair<LinkKind, std::string> intra_node_link_for(const std::string& gpu_mode
     if (const auto k = link_kind_from_string(recorded))
       return {*k, fmt::format("single node; the CSV records intra_node_link {}", recorded)};
   const std::string m = lower(gpu_model);
+  // AMD Instinct OAM parts (MI250, MI300X/A, MI325X, MI350X, MI355X) sit on an xGMI mesh; AMD's PCIe cards (MI210,
+  // Radeon) do not, unless bridged, which the name cannot tell: --intra-node-link xgmi says so.
+  if (m.rfind("amd ", 0) == 0) {
+    for (const char* xgmi_part : {"mi250", "mi300", "mi325", "mi350", "mi355"})
+      if (m.find(xgmi_part) != std::string::npos)
+        return {LinkKind::Xgmi,
+                fmt::format("single node; the GPU name '{}' names an AMD Instinct OAM part, whose GPUs are linked "
+                            "by xGMI",
+                            gpu_model)};
+    return {LinkKind::Pcie,
+            fmt::format("single node; the GPU name '{}' names an AMD part without xGMI links", gpu_model)};
+  }
   for (const char* pcie_hint : {"pcie", "geforce", "rtx", "quadro", " a10", " l4", " l40", " t4"})
     if (m.find(pcie_hint) != std::string::npos)
       return {LinkKind::Pcie, fmt::format("single node; the GPU name '{}' names a PCIe part", gpu_model)};
@@ -188,9 +200,16 @@ public:
     p.gpus_per_node = std::max(1, gpus_per_node_);
     p.gpus_per_node_source = gpus_per_node_source_.empty() ? "assumption: no input shows more than one GPU in a node"
                                                            : gpus_per_node_source_;
+    if (!libraries_.empty()) p.collective_library = *collective_library_from_string(libraries_.front().value);
     if (!nccl_versions_.empty()) {
       p.nccl_version = nccl_versions_.front().value;
       p.nccl_version_source = fmt::format("{} of {}", nccl_versions_.front().how, nccl_versions_.front().file);
+      if (p.collective_library == CollectiveLibrary::Rccl && libraries_.front().how != nccl_versions_.front().how)
+        p.nccl_version_source +=
+            fmt::format("; {}: {} of {}", libraries_.front().value, libraries_.front().how, libraries_.front().file);
+    } else if (p.collective_library == CollectiveLibrary::Rccl) {
+      p.nccl_version_source = fmt::format("{}: {} of {}; no input prints the library's version",
+                                          libraries_.front().value, libraries_.front().how, libraries_.front().file);
     }
     p.system = options_.system.empty() ? default_system_name(p.gpu_model) : options_.system;
     p.description = options_.description.empty()
@@ -234,6 +253,20 @@ private:
                                      v.value, v.how, v.file, version),
                          "calibrate from runs of one NCCL version");
     nccl_versions_.push_back({version, file, how});
+  }
+
+  void note_library(std::optional<CollectiveLibrary> library, const std::string& file, const std::string& how)
+  {
+    if (!library) return;
+    const std::string name = library_name(*library);
+    for (const auto& l : libraries_)
+      if (l.value != name)
+        throw InputError({file, 0, ""},
+                         fmt::format("inputs come from different collective libraries: {} ({} of {}) and {} ({} of "
+                                     "this file); their algorithms and tuning differ",
+                                     l.value, l.how, l.file, name, how),
+                         "calibrate NCCL runs and RCCL runs into separate profiles");
+    libraries_.push_back({name, file, how});
   }
 
   void note_gpus_per_node(int n, const std::string& source)
@@ -280,7 +313,11 @@ private:
     }
     const std::string model = log.ranks.empty() ? "" : log.ranks.front().gpu_model;
     note_gpu(model, file, "Rank lines", log.ranks.empty() ? 0 : log.ranks.front().line);
-    note_nccl(log.nccl_version, file, log.nccl_tests_version.empty() ? "NCCL version line" : "nccl-tests header");
+    note_library(log.library, file, log.library_evidence);
+    note_nccl(log.nccl_version, file,
+              log.library == CollectiveLibrary::Rccl ? log.version_evidence
+              : log.nccl_tests_version.empty()       ? "NCCL version line"
+                                                     : "nccl-tests header");
 
     std::optional<models::Algorithm> algo =
         forced_algorithm(log.algo_env, *log.collective, {file, log.algo_env_line, "NCCL_ALGO"});
@@ -327,6 +364,14 @@ private:
       return it == csv.meta_line.end() ? 0 : it->second;
     };
     note_gpu(csv.meta_or("gpu_model"), file, "'# gpu_model:'", line_of("gpu_model"));
+    if (const std::string lib = csv.meta_or("collective_library"); !lib.empty()) {
+      const auto l = collective_library_from_string(lib);
+      if (!l)
+        throw InputError({file, line_of("collective_library"), "collective_library"},
+                         fmt::format("unknown collective library '{}'", lib),
+                         std::string("pass the unmodified CSV; the programs write one of: ") + kCollectiveLibraryNames);
+      note_library(l, file, "'# collective_library:'");
+    }
     note_nccl(csv.meta_or("nccl_version"), file, "'# nccl_version:'");
     for (const auto& n : csv.notes)
       notes_.push_back(fmt::format("{}: {}", file, n));
@@ -426,7 +471,7 @@ private:
       const auto kind = link_kind_from_string(kind_text);
       if (!kind || *kind == LinkKind::Network)
         throw InputError({file, row.line, "link_kind"}, fmt::format("'{}' is not a GPU-to-GPU link kind", kind_text),
-                         "pass the unmodified CSV peer_copy wrote (nvlink or pcie)");
+                         "pass the unmodified CSV peer_copy wrote (nvlink, xgmi or pcie)");
       const auto size = measured(csv, row, "size_bytes", "B", limits::kMaxBytes, false);
       const auto us = measured(csv, row, "time_us", "us", limits::kMaxSeconds * 1e6, false);
       if (!size || !us) continue;
@@ -696,6 +741,7 @@ private:
   std::vector<InputFile> inputs_;
   std::vector<Fact> gpu_models_;
   std::vector<Fact> nccl_versions_;
+  std::vector<Fact> libraries_; ///< "NCCL" / "RCCL" as each input states it
   int gpus_per_node_ = 0;
   std::string gpus_per_node_source_;
   std::map<CollKey, CollGroup> groups_;
@@ -757,7 +803,8 @@ CalibrationResult calibrate(const std::vector<std::string>& inputs, const Calibr
     std::string files_text;
     for (const auto& f : files)
       files_text += (files_text.empty() ? "" : ", ") + f;
-    throw InputError({files_text, 0, ""}, fmt::format("the measurements fit a profile that breaks a rule: {}", e.what()),
+    throw InputError({files_text, 0, ""},
+                     fmt::format("the measurements fit a profile that breaks a rule: {}", e.what()),
                      "check the rows the fit used for a mistyped size or time, or measure more sizes");
   }
   return result;

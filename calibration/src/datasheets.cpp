@@ -23,12 +23,24 @@ constexpr const char* kA100Source =
     "BF16/FP16 312 dense TFLOPS; HBM2e 2,039 GB/s on the 80GB SXM4, 1,935 GB/s on the 80GB PCIe, HBM2 1,555 GB/s "
     "on the 40GB parts; NVLink 600 GB/s both directions together; PCIe Gen4 64 GB/s both directions)";
 
+constexpr const char* kMi300xSource =
+    "AMD Instinct MI300X data sheet, https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/"
+    "amd-instinct-mi300x-data-sheet.pdf (OAM, 304 CUs at 2,100 MHz: HBM3 192 GB at 5.3 TB/s; 7 AMD Infinity Fabric "
+    "(xGMI) links of 128 GB/s both directions together, so 64 GB/s each way and 448 GB/s per GPU to its 7 peers; PCIe "
+    "Gen5 x16 128 GB/s both directions; peak dense TFLOPS, with sparsity twice: FP32 matrix 163.4, TF32 653.7, "
+    "FP16/BF16 1,307.4, FP8 2,614.9)";
+
 // Memory: what nvidia-smi prints as memory.total on each part (the total of its "Memory-Usage" column, e.g.
 // "1MiB / 81559MiB"), the capacity a training run can allocate from. The datasheet's "80GB" is 80 GiB of HBM
 // (81920 MiB), of which an H100 SXM shows 81559 MiB.
 
 // Most specific patterns first: "h100pcie" before "h100".
-constexpr std::array<GpuDatasheet, 9> kSheets{{
+// rocm-smi's VRAM Total Memory of an MI300X is 206141652992 B = 196592 MiB, the 192 GiB of its 8 HBM3 stacks less
+// 16 MiB the driver keeps; "AMD Instinct MI300X VF" (an SR-IOV function, as on Azure ND MI300X v5) is the same part.
+constexpr std::array<GpuDatasheet, 10> kSheets{{
+    {"mi300x", "AMD Instinct MI300X OAM 192GB", 5300, 163.4, 653.7, 1307.4, 1307.4, 2614.9, 448, 64, kMi300xSource,
+     196592,
+     "rocm-smi VRAM Total Memory of 'AMD Instinct MI300X': 206141652992 B = 196592 MiB (datasheet: 192 GB HBM3)"},
     {"h200nvl", nullptr, 0, 0, 0, 0, 0, 0, 0, 0, nullptr, 0, nullptr},
     {"h100nvl", nullptr, 0, 0, 0, 0, 0, 0, 0, 0, nullptr, 0, nullptr},
     {"h200", "NVIDIA H200 SXM 141GB", 4800, 66.9, 494.7, 989.4, 989.4, 1978.9, 450, 64, kH200Source, 143771,

@@ -21,6 +21,8 @@ std::string to_string(LinkKind k)
   switch (k) {
   case LinkKind::NvLink:
     return "nvlink";
+  case LinkKind::Xgmi:
+    return "xgmi";
   case LinkKind::Pcie:
     return "pcie";
   case LinkKind::Network:
@@ -33,8 +35,22 @@ std::optional<LinkKind> link_kind_from_string(std::string_view s)
 {
   const std::string k = lower(s);
   if (k == "nvlink") return LinkKind::NvLink;
+  if (k == "xgmi") return LinkKind::Xgmi;
   if (k == "pcie" || k == "pci") return LinkKind::Pcie;
   if (k == "network" || k == "net") return LinkKind::Network;
+  return std::nullopt;
+}
+
+std::string library_name(CollectiveLibrary l)
+{
+  return l == CollectiveLibrary::Rccl ? "RCCL" : "NCCL";
+}
+
+std::optional<CollectiveLibrary> collective_library_from_string(std::string_view s)
+{
+  const std::string k = lower(s);
+  if (k == "nccl") return CollectiveLibrary::Nccl;
+  if (k == "rccl") return CollectiveLibrary::Rccl;
   return std::nullopt;
 }
 

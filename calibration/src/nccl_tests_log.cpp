@@ -150,15 +150,43 @@ public:
             fields - measured - layout_.trailing < layout_.prefix);
   }
 
+  // The first statement of the library wins; an RCCL one overrides an NCCL guess from a "NCCL version" line.
+  void note_library(CollectiveLibrary l, std::string evidence)
+  {
+    if (log_.library == CollectiveLibrary::Rccl) return;
+    if (log_.library && l == CollectiveLibrary::Nccl) return;
+    log_.library = l;
+    log_.library_evidence = std::move(evidence);
+  }
+
   void scan_anywhere(const std::string& line, int lineno)
   {
-    static const std::regex version_re(R"(NCCL version (\d+\.\d+\.\d+))");
+    static const std::regex version_re(R"(NCCL version (\d+\.\d+\.\d+)(\S*))");
+    // RCCL's banner: "RCCL version : 2.22.3-HEAD:7d8d67c" (showVersion, NCCL_DEBUG=VERSION, in recent RCCL) or
+    // "NCCL INFO RCCL version 2.18.3+hip6.0 ..." in older ones.
+    static const std::regex rccl_re(R"(RCCL version\s*:?\s*(\d+\.\d+\.\d+)\S*)");
     // NCCL's syntax (parseList, src/graph/tuning.cc): names, ',' '^', and per-function sections "allreduce:tree"
     // separated by ';'. The whole value is kept; calibrate resolves it for the log's collective.
     static const std::regex algo_re(R"(NCCL_ALGO(?:=| set by environment to )\s*([A-Za-z0-9_,^:;]+))");
     static const std::regex proto_re(R"(NCCL_PROTO(?:=| set by environment to )\s*([A-Za-z0-9_,^:;]+))");
     std::smatch m;
-    if (nccl_from_library_.empty() && std::regex_search(line, m, version_re)) log_.nccl_version = m[1];
+    if (std::regex_search(line, m, rccl_re)) {
+      if (nccl_from_library_.empty()) {
+        log_.nccl_version = m[1];
+        log_.version_evidence = fmt::format("'{}' on line {}", m[0].str(), lineno);
+      }
+      note_library(CollectiveLibrary::Rccl, fmt::format("'{}' on line {}", m[0].str(), lineno));
+    } else if (std::regex_search(line, m, version_re)) {
+      if (nccl_from_library_.empty() && log_.library != CollectiveLibrary::Rccl) {
+        log_.nccl_version = m[1];
+        log_.version_evidence = fmt::format("'{}' on line {}", m[0].str(), lineno);
+      }
+      // RCCL built by hipify prints NCCL's banner with its HIP version: "NCCL version 2.13.4+hip5.4".
+      if (m[2].str().find("hip") != std::string::npos)
+        note_library(CollectiveLibrary::Rccl, fmt::format("'{}' on line {}", m[0].str(), lineno));
+      else
+        note_library(CollectiveLibrary::Nccl, fmt::format("'{}' on line {}", m[0].str(), lineno));
+    }
     if (std::regex_search(line, m, algo_re) && log_.algo_env.empty()) {
       log_.algo_env = m[1];
       log_.algo_env_line = lineno;
@@ -180,14 +208,28 @@ public:
     const std::string body = !hashed ? text : first == std::string::npos ? "" : trim(text.substr(first));
     if (hashed && body.empty()) return;
 
-    if (starts_with(body, "nccl-tests version")) {
-      static const std::regex re(R"(nccl-tests version (\S+).*?nccl-library=(\d+))");
+    // nccl-tests 2.14+: "# nccl-tests version 2.17.6 nccl-headers=22806 nccl-library=22806"; rccl-tests rebased on
+    // it: "# rccl-tests version 2.17.9-develop:f220897 rccl-headers=22803 rccl-library=22803".
+    if (starts_with(body, "nccl-tests version") || starts_with(body, "rccl-tests version")) {
+      static const std::regex re(R"(^([nr]ccl)-tests version (\S+).*?[nr]ccl-library=(\d+))");
       std::smatch m;
+      const bool rccl = body[0] == 'r';
+      log_.tests_suite = rccl ? "rccl-tests" : "nccl-tests";
       if (std::regex_search(body, m, re)) {
-        log_.nccl_tests_version = m[1];
-        log_.nccl_version = nccl_version_from_code(header_int(m[2], lineno, "nccl-library"));
+        log_.nccl_tests_version = m[2];
+        log_.nccl_version = nccl_version_from_code(header_int(m[3], lineno, rccl ? "rccl-library" : "nccl-library"));
         nccl_from_library_ = log_.nccl_version;
+        log_.version_evidence = fmt::format("the {} header on line {}", log_.tests_suite, lineno);
       }
+      note_library(rccl ? CollectiveLibrary::Rccl : CollectiveLibrary::Nccl,
+                   fmt::format("the {} header on line {}", log_.tests_suite, lineno));
+      return;
+    }
+    // Older rccl-tests print their git hash on an unmarked line: "rccl-tests: Version develop:a7809b3".
+    if (starts_with(body, "rccl-tests: Version")) {
+      log_.tests_suite = "rccl-tests";
+      log_.nccl_tests_version = trim(body.substr(std::string_view("rccl-tests: Version").size()));
+      note_library(CollectiveLibrary::Rccl, fmt::format("'rccl-tests: Version' on line {}", lineno));
       return;
     }
     if (starts_with(body, "Collective test starting:")) {
@@ -454,6 +496,14 @@ NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& n
   while (std::getline(in, line))
     p.line(line, ++lineno);
   p.finish(std::max(lineno, 1));
+  if (log.library != CollectiveLibrary::Rccl)
+    for (const auto& r : log.ranks)
+      if (starts_with(r.gpu_model, "AMD ")) {
+        // ROCm's GPUs run the NCCL API through RCCL only; a log without RCCL's own lines still measured RCCL.
+        log.library = CollectiveLibrary::Rccl;
+        log.library_evidence = fmt::format("the GPU name '{}' on line {} (an AMD GPU, so RCCL)", r.gpu_model, r.line);
+        break;
+      }
   bool unsupported = false;
   if (!log.program.empty()) log.collective = collective_from_file_name(log.program, &unsupported);
   if (!log.collective && !unsupported) log.collective = collective_from_file_name(name, &unsupported);

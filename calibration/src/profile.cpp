@@ -446,8 +446,22 @@ Profile parse_profile(const std::string& text, const std::string& name)
   gpu.at("source").expect_keys({"model", "per_node"});
 
   if (const auto nccl = root.get("nccl")) {
-    nccl->expect_keys({"version", "source"});
-    p.nccl_version = nccl->at("version").as_string();
+    nccl->expect_keys({"library", "version", "source"});
+    if (const auto lib = nccl->get("library")) {
+      const auto l = collective_library_from_string(lib->as_string());
+      if (!l)
+        lib->fail(fmt::format("unknown collective library '{}'", lib->as_string()),
+                  std::string("write one of: ") + kCollectiveLibraryNames);
+      p.collective_library = *l;
+    }
+    // An RCCL run may not print its version (rccl-tests prints RCCL's only with NCCL_DEBUG=VERSION); the library
+    // alone is then worth keeping. An NCCL block says at least the version.
+    if (const auto v = nccl->get("version"))
+      p.nccl_version = v->as_string();
+    else if (!nccl->get("library"))
+      nccl->fail("the nccl block says neither 'version' nor 'library'",
+                 "write the version of the library the measurements ran on, e.g. 'version: 2.21.5', or 'library: "
+                 "RCCL' when only the library is known");
     const auto src = nccl->at("source");
     p.nccl_version_source = src.as_string();
   }
@@ -520,9 +534,11 @@ std::string profile_to_yaml(const Profile& p)
   out << YAML::Key << "per_node" << YAML::Value << p.gpus_per_node_source;
   out << YAML::EndMap << YAML::EndMap;
 
-  if (!p.nccl_version.empty()) {
+  if (!p.nccl_version.empty() || p.collective_library != CollectiveLibrary::Nccl) {
     out << YAML::Key << "nccl" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "version" << YAML::Value << p.nccl_version;
+    if (p.collective_library != CollectiveLibrary::Nccl)
+      out << YAML::Key << "library" << YAML::Value << library_name(p.collective_library);
+    if (!p.nccl_version.empty()) out << YAML::Key << "version" << YAML::Value << p.nccl_version;
     out << YAML::Key << "source" << YAML::Value << p.nccl_version_source;
     out << YAML::EndMap;
   }

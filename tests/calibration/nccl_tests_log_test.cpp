@@ -540,3 +540,89 @@ TEST(NcclTestsLog, LineOfOtherWhitespaceIsBlank)
     EXPECT_EQ(blanks.rows[i].line, 3 * plain.rows[i].line - 2); // two blank lines after every original line
   }
 }
+
+// rccl-tests on AMD Instinct MI300X: two real logs, vendored verbatim (tests/calibration/data/README.md). The table is
+// nccl-tests'; the header has rccl-tests' version line, Rank lines without Group, and (with NCCL_DEBUG=VERSION) RCCL's
+// own version block.
+TEST(NcclTestsLog, RcclTestsSingleNodeMi300x)
+{
+  const auto path = data("rccl_tests_all_reduce_mi300x_1node.log");
+  const auto log = rc::parse_nccl_tests_log(path);
+  EXPECT_EQ(static_cast<int>(log.rows.size()), count_data_rows(path));
+  EXPECT_EQ(static_cast<int>(log.rows.size()), sizes_from_header(path)); // 8 B .. 8 GiB: 31 sizes
+  EXPECT_EQ(log.collective, CollectiveKind::AllReduce);                  // from the file name
+  EXPECT_EQ(log.tests_suite, "rccl-tests");
+  EXPECT_EQ(log.nccl_tests_version, "develop:a7809b3");
+  EXPECT_EQ(log.library, rc::CollectiveLibrary::Rccl);
+  EXPECT_EQ(log.library_evidence,
+            "'rccl-tests: Version' on line " +
+                std::to_string(line_number_of(path, std::regex("^rccl-tests: Version develop:a7809b3$"))));
+  EXPECT_TRUE(log.nccl_version.empty()); // run without NCCL_DEBUG=VERSION: RCCL did not print its version
+  EXPECT_EQ(log.gpu_models(), std::vector<std::string>{"AMD Instinct MI300X"});
+  EXPECT_EQ(log.ranks.size(), 8u);
+  EXPECT_EQ(log.hosts(), 1);
+  EXPECT_EQ(rc::nccl_tests_nranks(log), 8);
+  EXPECT_NO_THROW(rc::validate_nccl_tests_log(log));
+  const auto ls = lines_of(path);
+  for (const auto& r : log.rows) {
+    const auto t = tokens(ls[static_cast<size_t>(r.line - 1)]);
+    ASSERT_EQ(t.size(), 13u);
+    EXPECT_DOUBLE_EQ(r.out_of_place->time_us, std::stod(t[5]));
+    EXPECT_DOUBLE_EQ(r.in_place->busbw_GBps, std::stod(t[11]));
+  }
+}
+
+TEST(NcclTestsLog, RcclTestsTwoNodesMi300xWithRcclVersionBlock)
+{
+  const auto path = data("rccl_tests_all_reduce_mi300x_2nodes.log");
+  const auto log = rc::parse_nccl_tests_log(path);
+  EXPECT_EQ(static_cast<int>(log.rows.size()), count_data_rows(path));
+  EXPECT_EQ(static_cast<int>(log.rows.size()), sizes_from_header(path)); // 8 B .. 16 GiB: 32 sizes
+  EXPECT_EQ(log.nccl_tests_version, "develop:448c4c7");
+  EXPECT_EQ(log.library, rc::CollectiveLibrary::Rccl);
+  EXPECT_EQ(log.nccl_version, "2.22.3"); // "RCCL version : 2.22.3-HEAD:7d8d67c"
+  EXPECT_EQ(log.version_evidence, "'RCCL version : 2.22.3-HEAD:7d8d67c' on line " +
+                                      std::to_string(line_number_of(path, std::regex("^RCCL version : "))));
+  EXPECT_EQ(log.ranks.size(), 16u);
+  EXPECT_EQ(log.hosts(), 2);
+  EXPECT_EQ(log.ranks[8].host, "gpu-56");
+  EXPECT_EQ(log.ranks[8].device, 0);
+  EXPECT_EQ(log.ranks[15].gpu_model, "AMD Instinct MI300X");
+  EXPECT_EQ(rc::nccl_tests_nranks(log), 16); // busbw/algbw = 2 x 15/16 agrees with the 16 Rank lines
+}
+
+// The other spellings of the library in the record: rccl-tests rebased on nccl-tests 2.17 ("# rccl-tests version ...
+// rccl-library=CODE", ROCm/rocm-systems pull request 3415), RCCL's INFO banner, and hipified NCCL banners.
+TEST(NcclTestsLog, RcclVersionSpellings)
+{
+  const std::string table = "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+                            "     time   algbw   busbw #wrong\n"
+                            "        1024           256     float     sum      -1    13.67    0.07    0.13      0"
+                            "    14.87    0.07    0.12      0\n"
+                            "# Avg bus bandwidth    : 0.1\n";
+  const std::string rank = "#  Rank  0 Group  0 Pid 135241 on host device  0 [0000:c4:00] Radeon 8050S Graphics\n";
+  const auto rebased = rc::parse_nccl_tests_text(
+      "# rccl-tests version 2.17.9-develop:f220897c9b rccl-headers=22803 rccl-library=22803\n" + rank + table,
+      "all_reduce.log");
+  EXPECT_EQ(rebased.tests_suite, "rccl-tests");
+  EXPECT_EQ(rebased.nccl_tests_version, "2.17.9-develop:f220897c9b");
+  EXPECT_EQ(rebased.nccl_version, "2.28.3");
+  EXPECT_EQ(rebased.library, rc::CollectiveLibrary::Rccl);
+
+  const auto info = rc::parse_nccl_tests_text(
+      "host:1:1 [0] NCCL INFO RCCL version 2.18.3+hip6.0 HEAD:2e0b8e4\n" + rank + table, "all_reduce.log");
+  EXPECT_EQ(info.nccl_version, "2.18.3");
+  EXPECT_EQ(info.library, rc::CollectiveLibrary::Rccl);
+  EXPECT_TRUE(info.tests_suite.empty());
+
+  const auto hipified = rc::parse_nccl_tests_text("NCCL version 2.13.4+hip5.4\n" + rank + table, "all_reduce.log");
+  EXPECT_EQ(hipified.nccl_version, "2.13.4");
+  EXPECT_EQ(hipified.library, rc::CollectiveLibrary::Rccl);
+
+  // An AMD GPU name alone says RCCL; an NVIDIA log stays NCCL.
+  const std::string amd_rank = "#  Rank  0 Group  0 Pid 1 on host device  0 [0x05] AMD Instinct MI300X\n";
+  EXPECT_EQ(rc::parse_nccl_tests_text(amd_rank + table, "all_reduce.log").library, rc::CollectiveLibrary::Rccl);
+  const auto nccl = rc::parse_nccl_tests_log(data("nccl_tests_2.17_all_reduce_h200.log"));
+  EXPECT_EQ(nccl.library, rc::CollectiveLibrary::Nccl);
+  EXPECT_EQ(nccl.tests_suite, "nccl-tests");
+}

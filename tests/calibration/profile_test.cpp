@@ -470,3 +470,34 @@ TEST(Profile, FrameworkBlockRoundTripsAndNeedsItsSource)
   expect_error_at(replaced(ok, "  step_us: 850\n", "  step_us: 850\n  colour: red\n"),
                   line_of(ok, "  step_us: 850") + 1, "colour");
 }
+
+// MI300X nodes: the xGMI link kind and an RCCL library, with or without its version, read and round-trip.
+TEST(Profile, XgmiLinksAndTheRcclLibraryRoundTrip)
+{
+  const std::string text = replaced(
+      replaced(replaced(kMinimal, "  - kind: nvlink\n", "  - kind: xgmi\n"), "    link: nvlink\n", "    link: xgmi\n"),
+      "links:\n", "nccl: {library: RCCL, source: \"rccl-tests header\"}\nlinks:\n");
+  const auto p = rc::parse_profile(text, "mi300x.yaml");
+  EXPECT_EQ(p.collective_library, rc::CollectiveLibrary::Rccl);
+  EXPECT_TRUE(p.nccl_version.empty());
+  ASSERT_NE(p.link(rc::LinkKind::Xgmi), nullptr);
+  EXPECT_EQ(p.link(rc::LinkKind::NvLink), nullptr);
+  EXPECT_NE(p.collective(CollectiveKind::AllReduce, Algorithm::Ring, Protocol::Simple, rc::LinkKind::Xgmi, 8), nullptr);
+  const auto again = rc::parse_profile(rc::profile_to_yaml(p), "again.yaml");
+  EXPECT_EQ(again.collective_library, rc::CollectiveLibrary::Rccl);
+  EXPECT_EQ(rc::profile_to_yaml(again), rc::profile_to_yaml(p));
+  auto with_version = p;
+  with_version.nccl_version = "2.22.3";
+  const auto yaml = rc::profile_to_yaml(with_version);
+  EXPECT_NE(yaml.find("library: RCCL"), std::string::npos) << yaml;
+  EXPECT_EQ(rc::parse_profile(yaml, "v.yaml").nccl_version, "2.22.3");
+  // An NCCL profile keeps its old block: no library key.
+  EXPECT_EQ(rc::profile_to_yaml(sample_profile()).find("library:"), std::string::npos);
+
+  const std::string lib_line = "nccl: {library: RCCL, source: \"rccl-tests header\"}";
+  expect_error_at(replaced(text, lib_line, "nccl: {library: MSCCL, source: x}"), line_of(text, lib_line),
+                  "unknown collective library 'MSCCL'");
+  expect_error_at(replaced(text, lib_line, "nccl: {source: x}"), line_of(text, lib_line), "neither 'version'");
+  expect_error_at(replaced(kMinimal, "  - kind: nvlink\n", "  - kind: infinityfabric\n"),
+                  line_of(kMinimal, "  - kind: nvlink"), "nvlink, xgmi, pcie, network");
+}

@@ -1,6 +1,6 @@
-// Datasheet peaks of the GPUs Railyard knows, by the name CUDA reports. A kernel-model fit divides a measured rate
-// by these to get an efficiency. Tensor Core rates are dense: NVIDIA's datasheets list them "with sparsity", which
-// is twice the dense rate.
+// Datasheet peaks of the GPUs Railyard knows, by the name CUDA (or ROCm's HIP) reports. A kernel-model fit divides
+// a measured rate by these to get an efficiency. Tensor Core / Matrix Core rates are dense: NVIDIA's datasheets list
+// them "with sparsity", which is twice the dense rate; AMD's list both.
 #pragma once
 
 #include "railyard/calibration/names.hpp"
@@ -14,10 +14,13 @@ struct GpuDatasheet {
   const char* name;
   double memory_bandwidth_GBps;                                          ///< HBM peak
   double tflops_fp32, tflops_tf32, tflops_fp16, tflops_bf16, tflops_fp8; ///< dense; 0 where the GPU has none
-  double nvlink_GBps_per_direction; ///< 0 where the GPU has no NVLink to an NVSwitch
+  /// The GPU's scale-up links together, one direction: NVLink to the NVSwitches, or AMD's xGMI links to its peers
+  /// (7 x 64 GB/s on MI300X); 0 where the GPU has neither.
+  double scale_up_GBps_per_direction;
   double pcie_GBps_per_direction;
   const char* source;
-  /// Memory the part offers, as nvidia-smi's memory.total reports it (MiB); 0 where Railyard does not carry it.
+  /// Memory the part offers, as nvidia-smi's memory.total (rocm-smi's VRAM Total Memory) reports it (MiB); 0 where
+  /// Railyard does not carry it.
   double memory_MiB;
   const char* memory_source;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "railyard/models/collective.hpp"
+#include "railyard/models/nccl_tuning.hpp"
 
 #include <optional>
 #include <string>
@@ -10,12 +11,22 @@
 
 namespace railyard::calibration {
 
-/// What a measured latency/bandwidth belongs to. NvLink and Pcie are GPU-to-GPU paths inside a node; Network is the
-/// whole path between nodes as NCCL sees it (GPU -> NIC -> fabric -> NIC -> GPU), which is what nccl-tests measures.
-enum class LinkKind { NvLink, Pcie, Network };
+/// What a measured latency/bandwidth belongs to. NvLink, Xgmi and Pcie are GPU-to-GPU paths inside a node (Xgmi: AMD
+/// Instinct's Infinity Fabric links, a direct link from each GPU to each other GPU of an MI300X node, RCCL's "XGMI"
+/// transport); Network is the whole path between nodes as NCCL/RCCL see it (GPU -> NIC -> fabric -> NIC -> GPU),
+/// which is what nccl-tests and rccl-tests measure.
+enum class LinkKind { NvLink, Xgmi, Pcie, Network };
 
-std::string to_string(LinkKind k); ///< "nvlink", "pcie", "network"
+std::string to_string(LinkKind k); ///< "nvlink", "xgmi", "pcie", "network"
 std::optional<LinkKind> link_kind_from_string(std::string_view s);
+
+/// The collective library a measurement ran on: NVIDIA's NCCL, or AMD's RCCL (ROCm's port of NCCL, same API and
+/// version numbering, its own algorithms and tuning), so a fit records which one it describes. It is the cost models'
+/// own enum (models/nccl_tuning.hpp), so a profile's library names the model that prices its calls.
+using CollectiveLibrary = models::CollectiveLibrary;
+
+std::string library_name(CollectiveLibrary l);                                       ///< "NCCL", "RCCL"
+std::optional<CollectiveLibrary> collective_library_from_string(std::string_view s); ///< any case
 
 /// Element types of the compute kernels the kernel model knows (GEMM dtypes of the Tensor Cores, plus fp32).
 enum class DType { Fp32, Tf32, Fp16, Bf16, Fp8 };
@@ -37,7 +48,8 @@ inline constexpr const char* kAlgorithmNames = "auto, Ring, Tree, NVLS, NVLSTree
 inline constexpr const char* kProtocolNames = "auto, LL, LL128, Simple";
 inline constexpr const char* kCollectiveNames =
     "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv";
-inline constexpr const char* kLinkKindNames = "nvlink, pcie, network";
+inline constexpr const char* kLinkKindNames = "nvlink, xgmi, pcie, network";
+inline constexpr const char* kCollectiveLibraryNames = "NCCL, RCCL";
 inline constexpr const char* kDTypeNames = "fp32, tf32, fp16, bf16, fp8";
 
 } // namespace railyard::calibration

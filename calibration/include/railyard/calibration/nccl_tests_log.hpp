@@ -5,12 +5,19 @@
 // columns), one row per size with out-of-place and in-place time/algbw/busbw, and the footer ("Out of bounds
 // values", "Avg bus bandwidth"). NCCL's own INFO/WARN lines may be interleaved and are skipped.
 //
+// rccl-tests (ROCm/rccl-tests, AMD's fork for RCCL) prints the same table; its header differs: an unmarked
+// "rccl-tests: Version develop:HASH" line (or, in the releases rebased on nccl-tests 2.17, "# rccl-tests version ...
+// rccl-library=CODE"), Rank lines without "Group" and with the full PCI bus id, and, with NCCL_DEBUG=VERSION, RCCL's
+// unmarked "RCCL version : 2.22.3-HEAD:HASH" / "HIP version" / "ROCm version" / "Hostname" / "Librccl path" block.
+// calibration/README.md ("rccl-tests logs") shows both side by side.
+//
 // Format sources: NVIDIA/nccl-tests src/common.cu (older versions, with per-test print_header) and src/util.cu
-// (writeDeviceReport, writeResultHeader, writeBenchmarkLinePreamble/Body, writeResultFooter); busbw as defined in
-// doc/PERFORMANCE.md.
+// (writeDeviceReport, writeResultHeader, writeBenchmarkLinePreamble/Body, writeResultFooter); ROCm/rccl-tests
+// src/common.cu; busbw as defined in doc/PERFORMANCE.md.
 #pragma once
 
 #include "railyard/calibration/digest.hpp"
+#include "railyard/calibration/names.hpp"
 #include "railyard/models/collective.hpp"
 
 #include <cstdint>
@@ -58,9 +65,15 @@ struct NcclTestsLog {
   InputFile input;
   std::string program; ///< "all_reduce_perf" when the log or the file name says it
   std::optional<models::CollectiveKind> collective;
-  bool unsupported_collective = false;       ///< gather/scatter/hypercube: nccl-tests has them, Railyard not
-  std::string nccl_version;                  ///< "2.21.5", empty when the log does not say
-  std::string nccl_tests_version;            ///< "2.17.6", newer logs only
+  bool unsupported_collective = false; ///< gather/scatter/hypercube: nccl-tests has them, Railyard not
+  std::string nccl_version;            ///< "2.21.5" (NCCL's or RCCL's), empty when the log does not say
+  std::string nccl_tests_version;      ///< "2.17.6" (rccl-tests: "develop:a7809b3"), newer logs only
+  std::string tests_suite;             ///< "nccl-tests" or "rccl-tests" when the header says which
+  /// RCCL when the log says so (an rccl-tests header, RCCL's version line, a "+hip" NCCL version) or its GPUs are
+  /// AMD's (RCCL is the NCCL API on ROCm); NCCL when it names an NCCL version or nccl-tests; empty when neither.
+  std::optional<CollectiveLibrary> library;
+  std::string library_evidence; ///< what said so: "'rccl-tests: Version' on line 3"
+  std::string version_evidence; ///< where nccl_version came from: "'RCCL version : 2.22.3-HEAD:7d8d67c' on line 22"
   int header_nthreads = 0, header_ngpus = 0; ///< from "# nThread 1 nGpus 8 ..."; 0 when absent
   std::vector<NcclTestsRank> ranks;          ///< "Rank" lines, in order
   std::string wrong_column;                  ///< "#wrong" or "error"

@@ -138,7 +138,9 @@ struct Profile {
   std::string gpu_model_source;
   int gpus_per_node = 0;
   std::string gpus_per_node_source;
-  std::string nccl_version; ///< may be empty when unknown
+  /// The collective library the measurements ran on (`nccl: library:`; NCCL when the profile does not say).
+  CollectiveLibrary collective_library = CollectiveLibrary::Nccl;
+  std::string nccl_version; ///< the library's version (NCCL's or RCCL's); may be empty when unknown
   std::string nccl_version_source;
   std::vector<InputFile> inputs;
   std::vector<LinkParams> links;
