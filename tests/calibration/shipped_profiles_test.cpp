@@ -52,11 +52,13 @@ double allowed(const rc::CollectiveFit& c)
 TEST(ShippedProfiles, AllReadAndCoverLinksAndKernels)
 {
   const auto files = shipped();
-  ASSERT_EQ(files.size(), 5u);
+  ASSERT_EQ(files.size(), 6u);
   for (const auto& f : files) {
     SCOPED_TRACE(f);
     const auto p = rc::read_profile(f);
-    for (auto k : {rc::LinkKind::NvLink, rc::LinkKind::Pcie, rc::LinkKind::Network})
+    // Inside a node NVIDIA's GPUs meet over NVLink, AMD's MI300X over xGMI: one of the two, and PCIe and the network.
+    EXPECT_NE((p.link(rc::LinkKind::NvLink) != nullptr) + (p.link(rc::LinkKind::Xgmi) != nullptr), 0);
+    for (auto k : {rc::LinkKind::Pcie, rc::LinkKind::Network})
       EXPECT_NE(p.link(k), nullptr) << rc::to_string(k);
     ASSERT_TRUE(p.kernel);
     EXPECT_NE(p.kernel->compute_for(rc::DType::Bf16), nullptr);
@@ -202,4 +204,68 @@ TEST(ShippedProfiles, FrameworkProfileIsTheA100ProfilePlusItsFrameworkBlock)
   fw.description = base.description;
   fw.created_by = base.created_by;
   EXPECT_EQ(rc::profile_to_yaml(fw), rc::profile_to_yaml(base));
+}
+
+TEST(ShippedProfiles, Mi300xPeaksFollowFromTheChip)
+{
+  // AMD Instinct MI300X data sheet: 304 compute units at 2,100 MHz peak engine clock; a CDNA 3 CU's matrix cores do
+  // 2,048 dense FLOP per clock in fp16/bf16 (the ROCm blog "Understanding Peak, Max-Achievable & Delivered FLOPs",
+  // Table 1), twice that in fp8, half in tf32, an eighth in fp32. 8 HBM3 stacks of 1,024 bits at 5.2 Gb/s per pin.
+  const double clock_Hz = 2100e6;
+  const double cus = 304;
+  const double fp16_per_cu_clock = 2048;
+  const auto p = load("mi300x_ib_ndr.yaml");
+  EXPECT_EQ(p.gpu_model, "AMD Instinct MI300X");
+  EXPECT_EQ(p.collective_library, rc::CollectiveLibrary::Rccl);
+  ASSERT_TRUE(p.kernel);
+  const std::array<std::pair<rc::DType, double>, 5> per_clock{{{rc::DType::Bf16, fp16_per_cu_clock},
+                                                               {rc::DType::Fp16, fp16_per_cu_clock},
+                                                               {rc::DType::Fp8, 2 * fp16_per_cu_clock},
+                                                               {rc::DType::Tf32, fp16_per_cu_clock / 2},
+                                                               {rc::DType::Fp32, fp16_per_cu_clock / 8}}};
+  for (const auto& [dtype, flop] : per_clock) {
+    const auto* c = p.kernel->compute_for(dtype);
+    ASSERT_NE(c, nullptr) << rc::to_string(dtype);
+    // The data sheet prints one decimal of TFLOPS: 1,307.4 for 1,307.3664.
+    EXPECT_NEAR(c->peak_flops, cus * clock_Hz * flop, 0.05e12) << rc::to_string(dtype);
+  }
+  // 5.3 TB/s is 8 x 1,024 bit x 5.2 Gb/s = 5.32 TB/s as the data sheet rounds it.
+  EXPECT_NEAR(p.kernel->memory_bandwidth.bytes_per_sec(), 8 * 1024 * 5.2e9 / 8, 0.025e12);
+  // xGMI: 128 GB/s per link both ways is 64 GB/s each way; the measured pair rate stays under it, and 7 links (one
+  // to each peer of the 8-GPU mesh) give the datasheet table's 448 GB/s per GPU.
+  const auto* sheet = rc::find_datasheet(p.gpu_model);
+  ASSERT_NE(sheet, nullptr);
+  EXPECT_EQ(sheet->scale_up_GBps_per_direction, (8 - 1) * 128.0 / 2);
+  EXPECT_EQ(rc::find_datasheet("AMD Instinct MI300X VF"), sheet); // Azure's SR-IOV function of the same part
+  const auto* xgmi = p.link(rc::LinkKind::Xgmi);
+  ASSERT_NE(xgmi, nullptr);
+  EXPECT_GT(xgmi->bandwidth.bytes_per_sec(), 0.7 * 64e9); // TransferBench: 45.1-47.2 GB/s per link
+  EXPECT_LT(xgmi->bandwidth.bytes_per_sec(), 64e9);
+  EXPECT_EQ(p.link(rc::LinkKind::NvLink), nullptr);
+  // 192 GiB of HBM3 (8 stacks of 24 GiB) less the 16 MiB rocm-smi does not count: 206141652992 B.
+  EXPECT_EQ(sheet->memory_MiB, 8 * 24 * 1024 - 16);
+  EXPECT_EQ(sheet->memory_MiB * 1024 * 1024, 206141652992.0);
+}
+
+TEST(ShippedProfiles, Mi300xReproducesThePublishedAllReduceSweep)
+{
+  // busbw column of the first all_reduce_perf run in the ROCm blog "Understanding RCCL Bandwidth and xGMI Performance
+  // on AMD Instinct MI300X" (8x MI300X, RCCL 2.22.3), 16 KiB to 16 GiB by factors of 2 (below, busbw is printed as
+  // 0.0x GB/s and its rounding says nothing); time = size * 2*(8-1)/8 / busbw.
+  const std::array<double, 21> busbw_GBps{2.12,   4.31,   8.33,   16.22,  27.20,  37.59,  66.93,
+                                          105.43, 141.91, 175.43, 197.26, 240.57, 273.66, 294.55,
+                                          305.62, 310.46, 314.72, 316.04, 317.40, 317.96, 318.98};
+  const auto p = load("mi300x_ib_ndr.yaml");
+  const auto* c = p.collective(CollectiveKind::AllReduce, std::nullopt, std::nullopt, rc::LinkKind::Xgmi, 8);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->nodes, 1);
+  double size = 16384;
+  for (double bw : busbw_GBps) {
+    const double t = size * 1.75 / (bw * 1e9);
+    // The fit's own worst error, plus the printed busbw's rounding (half of its last digit).
+    EXPECT_LE(std::fabs(c->time(Bytes(size), 8).seconds() - t) / t, allowed(*c) + 0.005 / bw) << size;
+    size *= 2;
+  }
+  // The largest sizes carry the xGMI rate: 16 GiB at 318.98 GB/s busbw, within the fit's error of the last piece.
+  EXPECT_NEAR(c->pieces.back().busbw.bytes_per_sec() / 318.98e9, 1.0, allowed(*c));
 }
