@@ -5,7 +5,7 @@
 // common/output_file.hpp are repeated here in their smallest form.
 #pragma once
 
-#include <cuda_runtime.h>
+#include "gpu_runtime.hpp"
 
 #include <cerrno>
 #include <fcntl.h>
@@ -168,7 +168,8 @@ inline Stats stats_of(const std::vector<double>& v)
   return s;
 }
 
-/// The kernel module's version ("570.86.15") from /proc, else the CUDA driver API version number.
+/// The kernel module's version ("570.86.15") from /proc, else the driver API version number (the only one under ROCm,
+/// whose amdgpu module has no /proc/driver/nvidia).
 inline std::string driver_version()
 {
   std::ifstream in("/proc/driver/nvidia/version");
@@ -183,7 +184,7 @@ inline std::string driver_version()
     }
   }
   int v = 0;
-  if (cudaDriverGetVersion(&v) == cudaSuccess) return format("cuda driver api %d", v);
+  if (cudaDriverGetVersion(&v) == cudaSuccess) return format("%s driver api %d", kGpuRuntime, v);
   return "unknown";
 }
 
@@ -357,7 +358,13 @@ inline void common_metadata(CsvWriter& w, int device, int argc, char** argv)
   w.meta("sm_count", std::to_string(p.multiProcessorCount));
   w.meta("gpu_memory_bytes", std::to_string(p.totalGlobalMem));
   w.meta("driver", driver_version());
+  // HIP_VERSION is major * 10^7 + minor * 10^5 + patch; CUDART_VERSION major * 1000 + minor * 10.
+  w.meta("gpu_runtime", kGpuRuntime);
+#if defined(RAILYARD_GPU_HIP)
+  w.meta("hip_runtime", format("%d.%d", runtime / 10000000, (runtime % 10000000) / 100000));
+#else
   w.meta("cuda_runtime", format("%d.%d", runtime / 1000, (runtime % 1000) / 10));
+#endif
   w.meta("date", utc_now());
   w.meta("host", host_name());
   std::string cmd;
@@ -368,7 +375,8 @@ inline void common_metadata(CsvWriter& w, int device, int argc, char** argv)
 
 /// Link kind between two GPUs as CUDA reports it: peer access with native atomics is NVLink (PCIe peer-to-peer
 /// does not carry CUDA's native atomics), peer access without them is PCIe, no peer access means copies are staged
-/// through the host over PCIe.
+/// through the host over PCIe. Under HIP the same test reads "xgmi": AMD GPUs with peer atomics are xGMI peers
+/// (hipExtGetLinkTypeAndHopCount would say so directly; the portable test keeps one code path).
 inline std::string peer_link_kind(int a, int b, int* access = nullptr, int* atomics = nullptr)
 {
   int can = 0, atom = 0;
@@ -376,7 +384,7 @@ inline std::string peer_link_kind(int a, int b, int* access = nullptr, int* atom
   if (can) RY_CUDA(cudaDeviceGetP2PAttribute(&atom, cudaDevP2PAttrNativeAtomicSupported, a, b));
   if (access) *access = can;
   if (atomics) *atomics = atom;
-  return can && atom ? "nvlink" : "pcie";
+  return can && atom ? kPeerLinkFast : "pcie";
 }
 
 } // namespace railyard::calib

@@ -3,11 +3,7 @@
 // against a host dot product (the `wrong` column). Writes a calibration CSV (program gemm_bench).
 #include "common.hpp"
 
-#include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-#include <cuda_runtime.h>
+#include "gpu_blaslt.hpp"
 
 using namespace railyard::calib;
 
@@ -224,8 +220,8 @@ int main(int argc, char** argv)
         const Stats st = stats_of(times);
         const double flops = 2.0 * sh.m * sh.n * sh.k;
         w.row({t.name, std::to_string(sh.m), std::to_string(sh.n), std::to_string(sh.k), g6(flops),
-               g6(double(a_bytes + b_bytes + d_bytes)), g6(st.mean * 1e6), g6(flops / st.mean / 1e12),
-               g6(st.min * 1e6), g6(st.max * 1e6), std::to_string(st.n), std::to_string(wrong)});
+               g6(double(a_bytes + b_bytes + d_bytes)), g6(st.mean * 1e6), g6(flops / st.mean / 1e12), g6(st.min * 1e6),
+               g6(st.max * 1e6), std::to_string(st.n), std::to_string(wrong)});
       }
       RY_LT(cublasLtMatmulPreferenceDestroy(pref));
       RY_LT(cublasLtMatrixLayoutDestroy(la));

@@ -3,8 +3,6 @@
 // what the operation moves: a copy reads and writes its size, the triad reads two arrays and writes one.
 #include "common.hpp"
 
-#include <cuda_runtime.h>
-
 using namespace railyard::calib;
 
 namespace {

@@ -15,12 +15,11 @@
 // (a path on a file system every rank sees; it must not exist when the run starts).
 #include "common.hpp"
 
-#include <cuda_runtime.h>
-#include <nccl.h>
+#include "gpu_ccl.hpp"
 
 #include <csignal>
-#include <memory>
 #include <fcntl.h>
+#include <memory>
 #include <set>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -238,7 +237,13 @@ private:
     line(format("# gpu_count: %d", count));
     line(format("# compute_capability: %d.%d", p.major, p.minor));
     line("# driver: " + driver_version());
+    line(std::string("# gpu_runtime: ") + kGpuRuntime);
+#if defined(RAILYARD_GPU_HIP)
+    line(format("# hip_runtime: %d.%d", runtime / 10000000, (runtime % 10000000) / 100000));
+#else
     line(format("# cuda_runtime: %d.%d", runtime / 1000, (runtime % 1000) / 10));
+#endif
+    line(std::string("# collective_library: ") + kCollectiveLibrary); // RCCL keeps NCCL's version numbering
     line(format("# nccl_version: %d.%d.%d", nccl >= 10000 ? nccl / 10000 : nccl / 1000,
                 nccl >= 10000 ? (nccl % 10000) / 100 : (nccl % 1000) / 100, nccl % 100));
     line("# date: " + utc_now());
@@ -322,7 +327,7 @@ private:
       }
     for (auto& r : ranks_) {
       RY_CUDA(cudaSetDevice(r.device));
-      cudaGetLastError();
+      (void)cudaGetLastError();
     }
     make_comms();
   }

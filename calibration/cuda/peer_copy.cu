@@ -2,8 +2,6 @@
 // kind CUDA reports for the pair. With one GPU there is no peer: the CSV says so and has no rows.
 #include "common.hpp"
 
-#include <cuda_runtime.h>
-
 using namespace railyard::calib;
 
 namespace {
@@ -27,8 +25,9 @@ int main(int argc, char** argv)
   CsvWriter w(o.str("out"), "peer_copy");
   common_metadata(w, 0, argc, argv);
   w.meta("timing", "CUDA events on the source GPU's stream around each copy");
-  w.note("link_kind: nvlink where CUDA reports peer access with native atomics (PCIe peer-to-peer has no native "
-         "atomics), pcie otherwise; without peer access the copy is staged through host memory");
+  w.note(format("link_kind: %s where the runtime reports peer access with native atomics (PCIe peer-to-peer has no "
+                "native atomics), pcie otherwise; without peer access the copy is staged through host memory",
+                kPeerLinkFast));
   if (n < 2) w.note(format("only %d visible GPU: no peer to copy to, nothing measured", n));
   w.header("src,dst,p2p_access,native_atomics,link_kind,size_bytes,time_us,GBps,time_min_us,time_max_us,iters");
 
@@ -47,7 +46,7 @@ int main(int argc, char** argv)
       if (access) {
         const cudaError_t e = cudaDeviceEnablePeerAccess(dst, 0);
         if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) RY_CUDA(e);
-        cudaGetLastError(); // clear "already enabled"
+        (void)cudaGetLastError(); // clear "already enabled"
       }
       cudaStream_t s;
       cudaEvent_t e0, e1;
