@@ -59,7 +59,8 @@ Pattern Pattern::ring(std::string name, const std::vector<int>& order)
   return Pattern(std::move(name), send_to, recv_from);
 }
 
-Pattern Pattern::from_sends(std::string name, int nranks, const std::vector<Send>& sends, const std::vector<Send>& recvs)
+Pattern Pattern::from_sends(std::string name, int nranks, const std::vector<Send>& sends,
+                            const std::vector<Send>& recvs)
 {
   Pattern p;
   p.name_ = std::move(name);
@@ -107,7 +108,8 @@ std::size_t Schedule::num_steps() const
 }
 
 ScheduleTooLarge::ScheduleTooLarge(double steps, std::size_t limit)
-    : std::length_error(fmt::format("the schedule would hold {:.0f} steps or more, above the limit of {}", steps, limit)),
+    : std::length_error(
+          fmt::format("the schedule would hold {:.0f} steps or more, above the limit of {}", steps, limit)),
       steps_(steps), limit_(limit)
 {
 }
@@ -282,11 +284,12 @@ LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capabilit
   return c;
 }
 
-std::vector<int> ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel)
+std::vector<int> ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel,
+                            const std::vector<std::vector<int>>* intra_rings, bool reverse_odd_nodes)
 {
   std::vector<int> order;
   order.reserve(gpus.size());
-  for (const auto& node : detail::nodes_in_ring_order(gpus, gpus_per_node, channel))
+  for (const auto& node : detail::nodes_in_ring_order(gpus, gpus_per_node, channel, intra_rings, reverse_odd_nodes))
     order.insert(order.end(), node.begin(), node.end());
   return order;
 }
@@ -409,31 +412,57 @@ void append_pipeline(Schedule& s, int channel, const std::string& name, const st
       if (e.send_at <= t && t < e.send_at + chunks) sends.push_back({e.src, e.dst, e.weight});
       if (e.recv_at <= t && t < e.recv_at + chunks) recvs.push_back({e.src, e.dst, 1.0});
     }
-    const std::uint32_t idx =
-        add_pattern(s, Pattern::from_sends(fmt::format("{}-ch{}-t{}", name, channel, t), n, sends, recvs),
-                    in.gpus_per_node);
+    const std::uint32_t idx = add_pattern(
+        s, Pattern::from_sends(fmt::format("{}-ch{}-t{}", name, channel, t), n, sends, recvs), in.gpus_per_node);
     const Step st = make_step(idx, chunk, wire_per_payload, in);
     for (std::int64_t k = 0; k < len; ++k)
       steps.push_back(st);
   }
 }
 
-std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel)
+std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel,
+                                                  const std::vector<std::vector<int>>* intra_rings,
+                                                  bool reverse_odd_nodes)
 {
-  // Group communicator ranks by node, keeping node order and, inside a node, local GPU order.
-  std::map<int, std::vector<std::pair<int, int>>> by_node; // node -> (local gpu, comm rank)
-  for (int r = 0; r < static_cast<int>(gpus.size()); ++r)
-    by_node[gpus[r] / gpus_per_node].emplace_back(gpus[r] % gpus_per_node, r);
+  // Group communicator ranks by node, keeping node order and, inside a node, local GPU order (or the position of the
+  // local GPU in the channel's ring where a fully connected node gives rings).
+  const bool rings = intra_rings && !intra_rings->empty();
+  const std::vector<int>* ring =
+      rings ? &(*intra_rings)[static_cast<std::size_t>(channel) % intra_rings->size()] : nullptr;
+  std::vector<int> position;
+  if (ring) {
+    position.assign(static_cast<std::size_t>(gpus_per_node), -1);
+    for (std::size_t i = 0; i < ring->size(); ++i) {
+      const int local = (*ring)[i];
+      if (local < 0 || local >= gpus_per_node || position[local] >= 0)
+        throw std::invalid_argument(fmt::format("intra-node ring {} is not an order of the node's {} GPUs",
+                                                channel % static_cast<int>(intra_rings->size()), gpus_per_node));
+      position[local] = static_cast<int>(i);
+    }
+  }
+  std::map<int, std::vector<std::pair<int, int>>> by_node; // node -> (local gpu or its ring position, comm rank)
+  for (int r = 0; r < static_cast<int>(gpus.size()); ++r) {
+    const int local = gpus[r] % gpus_per_node;
+    int key = local;
+    if (ring) {
+      if (position[local] < 0)
+        throw std::invalid_argument(fmt::format("intra-node ring {} does not visit local GPU {}",
+                                                channel % static_cast<int>(intra_rings->size()), local));
+      key = position[local];
+    }
+    by_node[gpus[r] / gpus_per_node].emplace_back(key, r);
+  }
   std::vector<std::vector<int>> out;
   out.reserve(by_node.size());
   for (auto& [node, members] : by_node) {
     std::sort(members.begin(), members.end());
     const int k = static_cast<int>(members.size());
-    const int entry = channel % k;
+    const int entry = (ring ? channel / static_cast<int>(intra_rings->size()) : channel) % k;
     std::vector<int> order;
     order.reserve(members.size());
     for (int i = 0; i < k; ++i)
       order.push_back(members[(entry + i) % k].second);
+    if (ring && reverse_odd_nodes && out.size() % 2 == 1) std::reverse(order.begin(), order.end());
     out.push_back(std::move(order));
   }
   return out;

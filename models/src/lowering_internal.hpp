@@ -37,7 +37,16 @@ void append_pipeline(Schedule& s, int channel, const std::string& name, const st
 
 /// Communicator ranks grouped by node (nodes in ascending order), each group in the node's ring order for `channel`
 /// (ring_order's rotation): element 0 of a group is where the channel enters the node.
-std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel);
+/// With `intra_rings` (LoweringInput::intra_rings), a node's GPUs follow the channel's ring order instead.
+std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel,
+                                                  const std::vector<std::vector<int>>* intra_rings = nullptr,
+                                                  bool reverse_odd_nodes = false);
+/// nodes_in_ring_order with the lowering input's intra-node rings.
+inline std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>& gpus, int channel,
+                                                         const LoweringInput& in)
+{
+  return nodes_in_ring_order(gpus, in.gpus_per_node, channel, &in.intra_rings, in.intra_rings_reverse_odd_nodes);
+}
 
 /// ceil(a / b) for positive values, at least 1.
 std::int64_t chunks_for(double bytes, double chunk);

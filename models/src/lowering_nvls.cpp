@@ -58,7 +58,10 @@ Schedule lower_nvls(const LoweringInput& in)
   const double wire = 1.0 / in.costs.nvls_efficiency;
   for (int c = 0; c < channels; ++c) {
     const auto idx = add_pattern(
-        s, Pattern::ring(fmt::format("nvls-ch{}", c), ring_order(call.ranks, in.gpus_per_node, c)), in.gpus_per_node);
+        s,
+        Pattern::ring(fmt::format("nvls-ch{}", c),
+                      ring_order(call.ranks, in.gpus_per_node, c, &in.intra_rings, in.intra_rings_reverse_odd_nodes)),
+        in.gpus_per_node);
     const Step st = make_step(idx, Bytes(flow), wire, in);
     s.channels[c].insert(s.channels[c].end(), static_cast<std::size_t>(loops), st);
   }
@@ -84,7 +87,7 @@ Schedule lower_nvls_tree(const LoweringInput& in)
     throw std::invalid_argument("NCCL implements NVLSTree only for all_reduce");
   Schedule s = make_schedule(in, Algorithm::NvlsTree, channels);
   if (n == 1 || call.bytes.bytes() <= 0) return s;
-  const auto first = nodes_in_ring_order(call.ranks, in.gpus_per_node, 0);
+  const auto first = nodes_in_ring_order(call.ranks, 0, in);
   const int nnodes = static_cast<int>(first.size());
   const int local = static_cast<int>(first.front().size());
   for (const auto& node : first)
@@ -100,7 +103,7 @@ Schedule lower_nvls_tree(const LoweringInput& in)
   const double intra_weight = (local + 1) / 2.0 / in.costs.nvls_efficiency;
 
   for (int c = 0; c < channels; ++c) {
-    const auto nodes = nodes_in_ring_order(call.ranks, in.gpus_per_node, c);
+    const auto nodes = nodes_in_ring_order(call.ranks, c, in);
     std::vector<int> parent(nnodes, -1), depth(nnodes, 0), height(nnodes, 0);
     std::vector<std::vector<int>> kids(nnodes);
     int root = -1;

@@ -36,7 +36,9 @@ Schedule lower_ring(const LoweringInput& in)
   }
 
   for (int c = 0; c < channels; ++c)
-    add_pattern(s, Pattern::ring(fmt::format("ring-ch{}", c), ring_order(call.ranks, in.gpus_per_node, c)),
+    add_pattern(s,
+                Pattern::ring(fmt::format("ring-ch{}", c), ring_order(call.ranks, in.gpus_per_node, c, &in.intra_rings,
+                                                                      in.intra_rings_reverse_odd_nodes)),
                 in.gpus_per_node);
 
   const double chunk = nccl_chunk(call.kind, Algorithm::Ring, *call.protocol, call.bytes, channels, n, 1, n).bytes();
@@ -81,7 +83,8 @@ Schedule lower_ring_chain(const LoweringInput& in)
   const bool broadcast = call.kind == CollectiveKind::Broadcast;
 
   for (int c = 0; c < channels; ++c) {
-    std::vector<int> order = ring_order(call.ranks, in.gpus_per_node, c);
+    std::vector<int> order =
+        ring_order(call.ranks, in.gpus_per_node, c, &in.intra_rings, in.intra_rings_reverse_odd_nodes);
     const auto root_at = static_cast<std::size_t>(std::find(order.begin(), order.end(), call.root) - order.begin());
     // Broadcast: root first. Reduce: root last.
     std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(broadcast ? root_at : (root_at + 1) % n),

@@ -20,9 +20,9 @@ struct Tree {
 // The tree of channel `channel`: inside each node a chain in the channel's ring order, whose first GPU (where the
 // channel enters the node, so its NIC is the channel's rail) links the node into NCCL's double binary tree over
 // nodes; even channels use tree 0, odd ones tree 1 (NCCL gives each tree half the channels).
-Tree channel_tree(const std::vector<int>& gpus, int gpus_per_node, int channel)
+Tree channel_tree(const std::vector<int>& gpus, int channel, const LoweringInput& in)
 {
-  const auto nodes = nodes_in_ring_order(gpus, gpus_per_node, channel);
+  const auto nodes = nodes_in_ring_order(gpus, channel, in);
   const int n = static_cast<int>(gpus.size());
   const int nnodes = static_cast<int>(nodes.size());
   Tree t;
@@ -77,7 +77,7 @@ Schedule lower_tree(const LoweringInput& in)
   Schedule s = make_schedule(in, Algorithm::Tree, channels);
   if (n == 1 || call.bytes.bytes() <= 0) return s;
 
-  const int nnodes = static_cast<int>(nodes_in_ring_order(call.ranks, in.gpus_per_node, 0).size());
+  const int nnodes = static_cast<int>(nodes_in_ring_order(call.ranks, 0, in).size());
   const double per_channel = call.bytes.bytes() / channels;
   const double chunk =
       nccl_chunk(CollectiveKind::AllReduce, Algorithm::Tree, *call.protocol, call.bytes, channels, n, nnodes, 1)
@@ -87,7 +87,7 @@ Schedule lower_tree(const LoweringInput& in)
   const double wire = protocol_spec(*call.protocol).wire_per_payload;
 
   for (int c = 0; c < channels; ++c) {
-    const Tree t = channel_tree(call.ranks, in.gpus_per_node, c);
+    const Tree t = channel_tree(call.ranks, c, in);
     const std::int64_t top = t.height[t.root];
     std::vector<PipeEdge> edges;
     for (int x = 0; x < n; ++x) {

@@ -174,6 +174,15 @@ struct LoweringInput {
   /// appends them and throws ScheduleTooLarge instead of building more, so a call that is too large for memory (or
   /// for a run's work budget) is refused before it is allocated.
   std::size_t max_steps = 0;
+  /// Per channel, the order in which its ring (and its trees' chains) visit a node's local GPUs (0 ..
+  /// gpus_per_node - 1): channel c takes intra_rings[c % size], entering the node at element (c / size) mod k of the
+  /// GPUs present. A fully connected node needs it (RCCL's rings on MI300X: each ring over other direct links, so k
+  /// rings use k times one link's bandwidth); empty: local GPU order rotated by the channel, as on an NVSwitch node,
+  /// where every order crosses the same links.
+  std::vector<std::vector<int>> intra_rings;
+  /// With intra_rings: the communicator's odd nodes (1, 3, ... in node order) run every order reversed, so a ring
+  /// leaves one node and enters the next on the same GPU index, one rail (RCCL's parseGraph: reverse = hostIdx % 2).
+  bool intra_rings_reverse_odd_nodes = false;
 };
 
 /// A call whose schedule would hold more than LoweringInput::max_steps steps.
@@ -216,7 +225,10 @@ Schedule merge_group(const std::vector<Schedule>& members, int gpus_per_node);
 /// The ring order NCCL builds on channel `channel` for these GPUs: nodes in order; inside each node the GPUs present,
 /// rotated so that channel c enters the node at its (c mod k)-th GPU and leaves at the one before it, so with PXN the
 /// edge between nodes leaves and enters on one rail. Returns communicator ranks in ring order.
-std::vector<int> ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel);
+/// `intra_rings` (LoweringInput::intra_rings): the orders of a fully connected node's rings; null or empty: local GPU
+/// order.
+std::vector<int> ring_order(const std::vector<int>& gpus, int gpus_per_node, int channel,
+                            const std::vector<std::vector<int>>* intra_rings = nullptr, bool reverse_odd_nodes = false);
 
 /// NCCL's binary tree over `nranks` (src/graph/trees.cc ncclGetBtree): parent (-1 for the root 0) and children.
 struct TreeLinks {
