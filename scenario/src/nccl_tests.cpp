@@ -3,6 +3,7 @@
 
 #include "railyard/common/child_process.hpp"
 #include "railyard/models/nccl_tuning.hpp"
+#include "railyard/models/rccl_tuning.hpp"
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/nccl_resolve.hpp"
 
@@ -69,7 +70,9 @@ bool reducing(models::CollectiveKind k)
 
 std::string gpu_model_name(const models::NodeSpec& node)
 {
-  // The names cudaGetDeviceProperties reports, as nccl-tests prints them in its "Rank" lines.
+  // The names cudaGetDeviceProperties reports, as nccl-tests prints them in its "Rank" lines; hipGetDeviceProperties'
+  // for AMD (rccl-tests on MI300X: tests/calibration/data/rccl_tests_all_reduce_mi300x_1node.log).
+  if (node.gfx == "gfx942") return "AMD Instinct MI300X";
   if (node.name == "DGX A100") return "NVIDIA A100-SXM4-80GB";
   if (node.name == "HGX H200") return "NVIDIA H200";
   if (node.name == "HGX B200") return "NVIDIA B200";
@@ -151,6 +154,7 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     bad("-r/--root", fmt::format("root {} is not a rank of the {} taking part", options.root, run.nranks),
         "give a rank between 0 and ranks-1");
   run.gpu_model = gpu_model_name(nccl_node(scenario.nccl, scenario.cluster));
+  run.library = scenario.nccl.library;
   std::map<int, int> ranks_per_node;
   for (int gpu : ranks) {
     run.devices.push_back({fmt::format("node{}", topology.node_of(gpu)), topology.local_of(gpu)});
@@ -181,6 +185,13 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     call.ranks = ranks;
     call.root = options.root;
     row.call = comm.resolve(call, where);
+    if (run.library == models::CollectiveLibrary::Rccl && comm.tuning()) {
+      models::NcclTuningInput in = *comm.tuning();
+      in.collective = call.kind;
+      in.bytes = call.bytes;
+      const auto path = models::rccl_default_path(in);
+      if (path != models::RcclKernelPath::CostModel) row.rccl_default_path = models::to_string(path);
+    }
     const models::Schedule s = models::lower(comm.lowering_input(row.call, scenario.step_overhead));
     // Every size in a simulation of its own: nccl-tests puts a barrier between sizes, and without one the ranks that
     // finish a size first would start the next early and its time would include the previous size's tail. SimGrid
@@ -221,14 +232,23 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
 {
   const auto& o = run.options;
   const std::string program = models::to_string(o.kind) + "_perf";
-  out << "# Railyard simulated nccl-tests: " << program << " on scenario '" << scenario_name << "', NCCL version "
-      << models::nccl_constants().version << " cost model\n";
+  const bool rccl = run.library == models::CollectiveLibrary::Rccl;
+  if (rccl)
+    out << "# Railyard simulated rccl-tests: " << program << " on scenario '" << scenario_name << "', RCCL version "
+        << models::rccl_constants().version << " cost model\n";
+  else
+    out << "# Railyard simulated nccl-tests: " << program << " on scenario '" << scenario_name << "', NCCL version "
+        << models::nccl_constants().version << " cost model\n";
   out << "# Collective test starting: " << program << "\n";
   out << fmt::format("# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: 0 iters: {} agg iters: "
                      "1 validation: 1 graph: 0\n",
                      o.threads, run.gpus_per_thread, o.min_bytes, o.max_bytes,
                      o.step_factor > 1 ? o.step_factor : o.step_bytes, o.step_factor > 1 ? "factor" : "bytes", o.iters);
-  out << "#\n# Using devices\n";
+  out << "#\n";
+  // rccl-tests prints its version on a line of its own, without '#' (ROCm/rccl-tests src/common.cu; the logs in
+  // tests/calibration/data).
+  if (rccl) out << "rccl-tests: Version railyard-simulated\n";
+  out << "# Using devices\n";
   // src/common.cu: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s" (PCI domain, bus,
   // device: not simulated, printed as zeros).
   for (int r = 0; r < run.nranks; ++r) {
@@ -276,16 +296,22 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
     out << fmt::format("# Railyard: each thread issues {} call(s) per iteration at {:g} us per call + {:g} us per "
                        "channel; sizes marked 'host-bound' are timed by the thread\n",
                        run.gpus_per_thread, o.host.per_call.seconds() * 1e6, o.host.per_channel.seconds() * 1e6);
-  out << "# Railyard: NCCL's choice per size (algorithm/protocol, channels):\n";
+  out << fmt::format("# Railyard: {}'s choice per size (algorithm/protocol, channels):\n", rccl ? "RCCL" : "NCCL");
   const bool p2p = o.kind == models::CollectiveKind::AllToAll || o.kind == models::CollectiveKind::SendRecv;
   for (const auto& row : run.rows)
     out << fmt::format(
-        "#   {:>12} B  {}/{}  {} {}{}\n", row.counts.size_bytes,
+        "#   {:>12} B  {}/{}  {} {}{}{}\n", row.counts.size_bytes,
         p2p ? std::string("p2p") : models::nccl_name(*row.call.algorithm), models::nccl_name(*row.call.protocol),
         row.call.channels.value_or(0), p2p ? "p2p channels at once" : "channels",
         host ? fmt::format("  device {:.2f} us, thread {:.2f} us{}", row.device_time.seconds() * 1e6,
                            row.host_time.seconds() * 1e6, row.host_time > row.device_time ? "  host-bound" : "")
-             : "");
+             : "",
+        row.rccl_default_path.empty()
+            ? std::string()
+            : fmt::format(
+                  "  (RCCL runs this size on {} by default, which is not modelled; this row is RCCL's cost-model "
+                  "path, as with RCCL_MSCCL_ENABLE=0 RCCL_MSCCLPP_ENABLE=0)",
+                  row.rccl_default_path));
 }
 
 } // namespace railyard::scenario

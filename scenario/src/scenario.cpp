@@ -259,11 +259,30 @@ struct ProfileLinks {
     const bool intra = spec.gpus_per_node > 1;
     const bool inter = spec.nodes > 1;
 
+    // xGMI: a fully connected node's direct links, one per GPU pair; the profile's entry is one link.
+    if (spec.fully_connected()) {
+      const auto x_bw = written("node", "xgmi_bandwidth");
+      const auto x_lat = written("node", "xgmi_latency");
+      const auto* x =
+          (x_bw && x_lat)
+              ? nullptr
+              : entry(LinkKind::Xgmi, intra, "cluster.node.xgmi_bandwidth and cluster.node.xgmi_latency",
+                      fmt::format("{} GPUs per node talk over their direct xGMI links", spec.gpus_per_node));
+      resolve(origins.xgmi_bandwidth, x_bw, x, "bandwidth_GBps", [&](const LinkParams& l) {
+        spec.xgmi_bandwidth = l.bandwidth;
+        return std::string();
+      });
+      resolve(origins.xgmi_latency, x_lat, x, "latency_us", [&](const LinkParams& l) {
+        spec.xgmi_latency = l.latency;
+        return std::string("the profile's GPU-to-GPU latency: one direct link, one hop");
+      });
+    }
+
     // NVLink
     const auto nv_bw = written("node", "nvlink_bandwidth");
     const auto nv_lat = written("node", "nvlink_latency");
     const auto* nv = (nv_bw && nv_lat) ? nullptr
-                                       : entry(LinkKind::NvLink, intra,
+                                       : entry(LinkKind::NvLink, intra && spec.nvswitch,
                                                "cluster.node.nvlink_bandwidth and cluster.node.nvlink_latency",
                                                fmt::format("{} GPUs per node talk over NVLink", spec.gpus_per_node));
     resolve(origins.nvlink_bandwidth, nv_bw, nv, "bandwidth_GBps", [&](const LinkParams& l) {
@@ -351,6 +370,8 @@ void scenario_links(const YamlNode& cluster, ClusterLinkOrigins& o)
   };
   pick(o.nvlink_bandwidth, "node", "nvlink_bandwidth");
   pick(o.nvlink_latency, "node", "nvlink_latency");
+  pick(o.xgmi_bandwidth, "node", "xgmi_bandwidth");
+  pick(o.xgmi_latency, "node", "xgmi_latency");
   pick(o.pcie_bandwidth, "node", "pcie_bandwidth");
   pick(o.pcie_latency, "node", "pcie_latency");
   pick(o.nic_bandwidth, "nic", "bandwidth");
@@ -400,10 +421,15 @@ nlohmann::ordered_json nccl_system_json(const Scenario& sc)
 {
   nlohmann::ordered_json j;
   j["system"] = sc.nccl.system.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sc.nccl.system);
+  j["library"] = sim::to_string(sc.nccl.library);
   if (sc.nccl.system_from == "scenario")
     j["from"] = fmt::format("scenario {}:{} nccl.system", sc.nccl.where.file, sc.nccl.where.line);
   else if (sc.nccl.system_from == "profile")
     j["from"] = fmt::format("profile {}: gpu.model '{}'", sc.profile_data->file, sc.profile_data->gpu_model);
+  else if (sc.nccl.system_from == "library")
+    j["from"] = "nccl.library: rccl (MI300X, the AMD node RCCL's model covers)";
+  else if (sc.nccl.system_from == "node")
+    j["from"] = "the cluster's fully connected node (MI300X on xGMI, the node RCCL's model covers)";
   else
     j["from"] = "the generation whose NVLink bandwidth per GPU is closest to the cluster's";
   return j;
@@ -422,7 +448,10 @@ nlohmann::ordered_json cluster_links_json(const Scenario& sc)
     return j;
   };
   nlohmann::ordered_json j;
-  j["nvlink"] = kind(c.nvlink_bandwidth, c.nvlink_latency, o.nvlink_bandwidth, o.nvlink_latency);
+  if (c.fully_connected())
+    j["xgmi"] = kind(c.xgmi_bandwidth, c.xgmi_latency, o.xgmi_bandwidth, o.xgmi_latency);
+  else
+    j["nvlink"] = kind(c.nvlink_bandwidth, c.nvlink_latency, o.nvlink_bandwidth, o.nvlink_latency);
   j["pcie"] = kind(c.pcie_bandwidth, c.pcie_latency, o.pcie_bandwidth, o.pcie_latency);
   j["nic"] = kind(c.nic_bandwidth, c.nic_latency, o.nic_bandwidth, o.nic_latency);
   j["fabric"] = kind(c.fabric_bandwidth, c.fabric_latency, o.fabric_bandwidth, o.fabric_latency);
@@ -541,8 +570,66 @@ void parse_jobs(const YamlNode& list, Scenario& sc, const std::string& paths_bas
 
 } // namespace
 
+namespace {
+
+// nccl.library and nccl.system agree with each other and with the cluster's node: NCCL's model covers NVSwitch nodes,
+// RCCL's the fully connected 8x MI300X node (xGMI). Fills in the library a system implies, and the system RCCL
+// implies (mi300x, the one AMD node modelled).
+void check_library(Scenario& sc, const std::optional<InputLocation>& library_where,
+                   const std::optional<InputLocation>& system_where)
+{
+  using models::CollectiveLibrary;
+  const NcclSystem* sys = sc.nccl.system.empty() ? nullptr : find_nccl_system(sc.nccl.system);
+  const topo::ClusterSpec& c = sc.cluster;
+  const InputLocation system_at = system_where ? *system_where : sc.profile_data ? sc.profile_where : sc.cluster_where;
+  if (library_where && sys && sys->library != sc.nccl.library)
+    throw InputError(*library_where,
+                     fmt::format("nccl.library is {}, and the system '{}' ({}) runs {}", sim::to_string(sc.nccl.library),
+                                 sc.nccl.system,
+                                 sc.nccl.system_from == "profile" ? "named by the profile's GPU model" : "nccl.system",
+                                 sim::to_string(sys->library)),
+                     "remove nccl.library (the system implies it), or name a system of that library: mi300x for "
+                     "rccl; dgx_a100, dgx_h100, hgx_h200 or hgx_b200 for nccl");
+  if (!library_where)
+    sc.nccl.library = sys ? sys->library : c.fully_connected() ? CollectiveLibrary::Rccl : sc.nccl.library;
+  if (sc.nccl.library == CollectiveLibrary::Rccl && !sys) {
+    sc.nccl.system = "mi300x";
+    sc.nccl.system_from = library_where ? "library" : "node";
+  }
+  const InputLocation at = library_where                     ? *library_where
+                           : system_where || sc.profile_data ? system_at
+                                                             : sc.cluster_where;
+  if (sc.nccl.library == CollectiveLibrary::Rccl) {
+    if (!c.fully_connected())
+      throw InputError(at,
+                       fmt::format("RCCL's model covers AMD MI300X nodes, whose 8 GPUs are fully connected over xGMI, "
+                                   "and this cluster's node is an {} node",
+                                   topo::to_string(c.node_kind)),
+                       "describe the node as cluster.node: {kind: fully_connected, xgmi_bandwidth: 64 GB/s}, or use "
+                       "nccl.library: nccl on NVIDIA nodes");
+    if (c.gpus_per_node != 8) {
+      InputLocation w = sc.cluster_where;
+      w.field = "cluster.gpus_per_node";
+      throw InputError(w,
+                       fmt::format("RCCL's model covers 8x MI300X nodes (its rome models for gfx942), and this node "
+                                   "has {} GPUs",
+                                   c.gpus_per_node),
+                       "set gpus_per_node: 8 (run fewer GPUs as a communicator of some of them)");
+    }
+  } else if (c.fully_connected()) {
+    throw InputError(at,
+                     "NCCL's model covers nodes whose GPUs sit on an NVSwitch; the fully connected node is modelled "
+                     "for AMD MI300X with RCCL",
+                     "write nccl: {library: rccl} (or system: mi300x) for an MI300X node, or describe an NVIDIA node "
+                     "with node kind nvswitch");
+  }
+}
+
+} // namespace
+
 Scenario parse_scenario(const YamlNode& root, bool collectives_required, const std::string& paths_from)
 {
+  std::optional<InputLocation> library_where, system_where;
   root.expect_keys(
       {"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile", "workload", "jobs"});
   Scenario sc;
@@ -565,7 +652,8 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
   }
   if (auto net = root.get("network")) parse_network(*net, sc.sim, sc.records);
   if (auto nc = root.get("nccl")) {
-    nc->expect_keys({"step_overhead", "system", "algo", "proto", "latencies", "min_channels", "max_channels"});
+    nc->expect_keys(
+        {"step_overhead", "library", "system", "algo", "proto", "latencies", "min_channels", "max_channels"});
     sc.nccl.where = nc->where();
     if (auto o = nc->get("step_overhead")) {
       sc.step_overhead = o->as_seconds();
@@ -575,9 +663,20 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
     if (auto sys = nc->get("system")) {
       sc.nccl.system = sys->as_string();
       sc.nccl.system_from = "scenario";
+      system_where = sys->where();
       if (!find_nccl_system(sc.nccl.system))
         sys->fail(fmt::format("unknown system '{}' for NCCL's cost model", sc.nccl.system),
                   fmt::format("use one of: {} (the node layout NCCL's topology search sees)", nccl_system_names()));
+    }
+    if (auto lib = nc->get("library")) {
+      const std::string name = lib->as_string();
+      if (name == "nccl")
+        sc.nccl.library = models::CollectiveLibrary::Nccl;
+      else if (name == "rccl")
+        sc.nccl.library = models::CollectiveLibrary::Rccl;
+      else
+        lib->fail(fmt::format("'{}' is not a collective library", name), "write nccl (NVIDIA GPUs) or rccl (AMD GPUs)");
+      library_where = lib->where();
     }
     std::optional<YamlNode> algo = nc->get("algo"), proto = nc->get("proto");
     if (algo) sc.nccl.algo = algo->as_string();
@@ -602,6 +701,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
     sc.nccl.system = nccl_system_of_gpu(sc.profile_data->gpu_model);
     if (!sc.nccl.system.empty()) sc.nccl.system_from = "profile";
   }
+  check_library(sc, library_where, system_where);
   if (!collectives_required && !root.has("collectives")) return sc;
   if (auto jobs = root.get("jobs")) {
     if (root.has("collectives") || root.has("workload"))

@@ -1,5 +1,7 @@
 #include "railyard/sim/nccl_resolve.hpp"
 
+#include "railyard/models/rccl_tuning.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -93,6 +95,11 @@ models::Schedule lower_checked(models::LoweringInput in, const InputLocation& wh
   }
 }
 
+std::string to_string(models::CollectiveLibrary library)
+{
+  return library == models::CollectiveLibrary::Rccl ? "rccl" : "nccl";
+}
+
 const NcclSystem* find_nccl_system(std::string_view name)
 {
   for (const NcclSystem& s : kNcclSystems)
@@ -115,6 +122,9 @@ models::NodeSpec nccl_node(const NcclSettings& settings, const topo::ClusterSpec
   if (const NcclSystem* system = find_nccl_system(settings.system)) {
     layout = system->layout;
     name = system->display;
+  } else if (cluster.fully_connected() || settings.library == models::CollectiveLibrary::Rccl) {
+    // The one fully connected node the models know: 8x MI300X on xGMI, with RCCL.
+    layout = models::NodeLayout::Mi300x;
   } else {
     // Nearest NVLink generation by ratio: A100 300, H100/H200 450, B200 900 GB/s per GPU and direction.
     const double gbps = cluster.nvlink_bandwidth.bytes_per_sec() / 1e9;
@@ -141,7 +151,7 @@ NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology&
     : topology_(&topology), settings_(std::move(settings)), ranks_(std::move(ranks))
 {
   const models::NodeSpec cluster_node = nccl_node(settings_, topology.spec());
-  compute_capability_ = cluster_node.compute_capability;
+  node_ = cluster_node;
   const auto hops = hop_latencies(topology);
   intra_hop_ = hops.intra;
   inter_hop_ = hops.inter;
@@ -164,7 +174,9 @@ NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology&
     for (int r : ranks_)
       if (topology.node_of(r) == first_node) nics.insert(topology.nic_vertex(r));
     node.nics = std::max(1, std::min(node.nics, static_cast<int>(nics.size())));
-    const auto graphs = models::derive_graphs(node, nnodes, settings_.channels);
+    // RCCL's channels depend on the communicator's ranks per node (and its rank count), which it is given outright.
+    const auto graphs = node.gfx.empty() ? models::derive_graphs(node, nnodes, settings_.channels)
+                                         : models::rccl_communicator_graphs(node, nnodes, ppn, settings_.channels);
     models::NcclTuningInput in;
     in.nranks = static_cast<int>(ranks_.size());
     in.nnodes = nnodes;
@@ -178,6 +190,8 @@ NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology&
     in.comm_channels = graphs.comm_channels;
     in.nvls_channels = in.nvls_supported ? graphs.nvls_channels : 0;
     in.overrides = settings_.overrides;
+    in.library = graphs.library;
+    in.rccl = graphs.rccl;
     tuning_ = in;
   }
   int comm = tuning_ ? tuning_->comm_channels : 0;
@@ -290,18 +304,56 @@ models::CollectiveCall NcclCommunicator::resolve(const models::CollectiveCall& c
 namespace {
 
 // The lowering input of a resolved call, from what it needs of the communicator: the GPU generation (its NCCL
-// costs) and the hop latencies NCCL's numbers are net of.
+// costs; RCCL's for an AMD node, with the orders of RCCL's rings over the node's direct links) and the hop latencies
+// NCCL's numbers are net of.
 models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, int gpus_per_node,
-                                        int compute_capability, HopLatencies hops, bool latencies,
+                                        const models::NodeSpec& node, HopLatencies hops, bool latencies,
                                         Seconds step_overhead)
 {
   models::LoweringInput li;
   li.call = resolved;
   li.gpus_per_node = gpus_per_node;
   li.step_overhead = step_overhead;
-  const auto costs = models::nccl_lowering_costs(resolved.algorithm.value_or(models::Algorithm::Ring),
-                                                 resolved.protocol.value_or(models::Protocol::Simple),
-                                                 compute_capability, static_cast<int>(resolved.ranks.size()));
+  const auto algorithm = resolved.algorithm.value_or(models::Algorithm::Ring);
+  const auto protocol = resolved.protocol.value_or(models::Protocol::Simple);
+  const int nranks = static_cast<int>(resolved.ranks.size());
+  models::LoweringCosts costs;
+  if (!node.gfx.empty()) {
+    std::set<int> nodes;
+    for (int g : resolved.ranks)
+      nodes.insert(g / gpus_per_node);
+    const int nnodes = static_cast<int>(nodes.size());
+    costs = models::rccl_lowering_costs(algorithm, protocol, nranks, nnodes);
+    // RCCL's rings over the node's direct links (rome models of a whole 8x MI300X node), each channel its own order;
+    // a communicator with fewer GPUs of a node visits them in the same order. Point-to-point calls take direct links.
+    if (algorithm == models::Algorithm::Ring || algorithm == models::Algorithm::Tree) {
+      std::map<int, std::vector<int>> locals; // node -> its GPUs' local indices, ascending
+      for (int g : resolved.ranks)
+        locals[g / gpus_per_node].push_back(g % gpus_per_node);
+      for (auto& [n, l] : locals)
+        std::sort(l.begin(), l.end());
+      const std::vector<int>& first = locals.begin()->second;
+      const int ppn = static_cast<int>(first.size());
+      if (nnodes == 1 && ppn > 1 && ppn < node.gpus) {
+        // Some GPUs of one node: the rings of RCCL's search over them (orders of their positions, in bus order).
+        models::NodeSpec part = node;
+        part.gpus = ppn;
+        for (const auto& order : models::rccl_ring_orders(part, 1)) {
+          std::vector<int> ring;
+          for (int i : order)
+            ring.push_back(first[static_cast<std::size_t>(i)]);
+          li.intra_rings.push_back(std::move(ring));
+        }
+      } else if (ppn > 1) {
+        // Whole nodes (rome_model_79 / 81), or some GPUs of several nodes: the whole node's orders, which a subset
+        // follows in the same order (RCCL's search there depends on PCIe and NUMA paths not modelled).
+        li.intra_rings = models::rccl_ring_orders(node, nnodes);
+        li.intra_rings_reverse_odd_nodes = nnodes > 1;
+      }
+    }
+  } else {
+    costs = models::nccl_lowering_costs(algorithm, protocol, node.compute_capability, nranks);
+  }
   li.costs.nvls_efficiency = costs.nvls_efficiency;
   if (!latencies) return li;
   // NCCL's hwLat is the whole latency of a hop, wire included. The simulator charges the wire through the topology's
@@ -319,15 +371,15 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
 models::LoweringInput lowering_input(const models::CollectiveCall& resolved, const topo::Topology& topology,
                                      const NcclSettings& settings, Seconds step_overhead)
 {
-  return lowering_input_of(resolved, topology.gpus_per_node(), nccl_node(settings, topology.spec()).compute_capability,
+  return lowering_input_of(resolved, topology.gpus_per_node(), nccl_node(settings, topology.spec()),
                            hop_latencies(topology), settings.latencies, step_overhead);
 }
 
 models::LoweringInput NcclCommunicator::lowering_input(const models::CollectiveCall& resolved,
                                                        Seconds step_overhead) const
 {
-  return lowering_input_of(resolved, topology_->gpus_per_node(), compute_capability_, {intra_hop_, inter_hop_},
-                           settings_.latencies, step_overhead);
+  return lowering_input_of(resolved, topology_->gpus_per_node(), node_, {intra_hop_, inter_hop_}, settings_.latencies,
+                           step_overhead);
 }
 
 HopLatencies hop_latencies(const topo::Topology& topology)

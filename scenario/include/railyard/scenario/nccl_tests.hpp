@@ -62,6 +62,9 @@ struct NcclTestsRow {
   Seconds device_time{0};      ///< the simulated collective
   Seconds host_time{0};        ///< the issuing thread per iteration (0 when options.host is zero)
   double algbw_GBps = 0, busbw_GBps = 0;
+  /// RCCL only: where RCCL sends this call by default before its cost model is asked ("MSCCL++", "MSCCL"; empty: the
+  /// cost model's pick, which is what the row simulates).
+  std::string rccl_default_path;
 };
 
 /// Where one rank runs, as nccl-tests' "#  Rank N ... on HOST device D" line names it.
@@ -81,6 +84,7 @@ struct NcclTestsRun {
   /// replace), as given; printed the way NCCL acknowledges them with NCCL_DEBUG=INFO.
   std::optional<std::string> algo_env, proto_env;
   bool coupled = false; ///< the calls ran as coupled flows (NcclTestsOptions::communication)
+  models::CollectiveLibrary library = models::CollectiveLibrary::Nccl; ///< RCCL: rccl-tests' header and names
   std::vector<NcclTestsRow> rows;
 };
 

@@ -50,6 +50,7 @@ struct LinkParamOrigin {
 struct ClusterLinkOrigins {
   LinkParamOrigin nvlink_bandwidth, nvlink_latency, pcie_bandwidth, pcie_latency, nic_bandwidth, nic_latency,
       fabric_bandwidth, fabric_latency;
+  LinkParamOrigin xgmi_bandwidth, xgmi_latency; ///< fully connected nodes only
 };
 
 /// One entry of `jobs:`: a workload on whole nodes of the cluster, beside the other jobs.

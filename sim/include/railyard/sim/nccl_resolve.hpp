@@ -30,6 +30,9 @@ struct NcclSettings {
   bool latencies = true;                  ///< NCCL's base and per-hop latencies (false: bytes and links only)
   models::NcclChannelLimits channels;     ///< nccl.min_channels / max_channels (NCCL_MIN/MAX_NCHANNELS)
   InputLocation where;                    ///< the section, for messages
+  /// nccl.library: NCCL (NVIDIA) or RCCL (AMD), or what the system implies (mi300x: RCCL). RCCL's cost model, rings
+  /// and costs then come from models/rccl_tuning.hpp.
+  models::CollectiveLibrary library = models::CollectiveLibrary::Nccl;
 };
 
 /// The systems NCCL's cost model is given here, spelled once: the name a scenario's `nccl.system` uses, the GPU
@@ -39,16 +42,22 @@ struct NcclSystem {
   std::string_view name; ///< nccl.system
   std::string_view gpu;  ///< as it appears in CUDA's device name ("NVIDIA H100 80GB HBM3")
   models::NodeLayout layout;
-  std::string_view display; ///< empty: the layout's own name
+  std::string_view display;                                            ///< empty: the layout's own name
+  models::CollectiveLibrary library = models::CollectiveLibrary::Nccl; ///< the library that runs on it
 };
 /// H200 is an H100 with more HBM: same sm90, 18 NVLink4 links, NVSwitch with NVLink SHARP (NVIDIA HGX H200
 /// datasheet), so NCCL's search sees the DGX H100 layout.
-inline constexpr std::array<NcclSystem, 4> kNcclSystems{{
-    {"dgx_a100", "A100", models::NodeLayout::DgxA100, ""},
-    {"dgx_h100", "H100", models::NodeLayout::DgxH100, ""},
-    {"hgx_h200", "H200", models::NodeLayout::DgxH100, "HGX H200"},
-    {"hgx_b200", "B200", models::NodeLayout::HgxB200, ""},
+/// MI300X: 8 GPUs on a fully connected xGMI mesh, RCCL (models/rccl_tuning.hpp; the GPU as ROCm names it, "AMD
+/// Instinct MI300X").
+inline constexpr std::array<NcclSystem, 5> kNcclSystems{{
+    {"dgx_a100", "A100", models::NodeLayout::DgxA100, "", models::CollectiveLibrary::Nccl},
+    {"dgx_h100", "H100", models::NodeLayout::DgxH100, "", models::CollectiveLibrary::Nccl},
+    {"hgx_h200", "H200", models::NodeLayout::DgxH100, "HGX H200", models::CollectiveLibrary::Nccl},
+    {"hgx_b200", "B200", models::NodeLayout::HgxB200, "", models::CollectiveLibrary::Nccl},
+    {"mi300x", "MI300X", models::NodeLayout::Mi300x, "8x MI300X", models::CollectiveLibrary::Rccl},
 }};
+/// "nccl" or "rccl".
+std::string to_string(models::CollectiveLibrary library);
 /// The entry of kNcclSystems named `name`; null for none.
 const NcclSystem* find_nccl_system(std::string_view name);
 /// "dgx_a100, dgx_h100, hgx_h200, hgx_b200": the names, for messages.
@@ -102,7 +111,7 @@ private:
   std::vector<int> ranks_;
   std::optional<models::NcclTuningInput> tuning_;
   int p2p_lanes_ = 1;
-  int compute_capability_ = 90;
+  models::NodeSpec node_;               ///< the cluster's node as NCCL's (RCCL's) topology search sees it
   Seconds intra_hop_{0}, inter_hop_{0}; ///< hop_latencies of the topology
 };
 

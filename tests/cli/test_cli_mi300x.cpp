@@ -1,0 +1,201 @@
+// An AMD MI300X node through the binary: 8 GPUs on a fully connected xGMI mesh with RCCL. Expectations come from the
+// mesh's closed forms: a ring moves its bytes over one direct link per hop, so k ring channels reach k x the link
+// rate divided by how many of them share their busiest link (counted here from the ring orders RCCL's rome_model_79
+// lists, quoted from ROCm/rccl src/graph/rome_models.cc at commit 0cbce2a7); an all-pairs alltoall uses all seven
+// links of a GPU at once. Bad combinations of node and library exit 2 naming the field.
+#include "cli_support.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fs = std::filesystem;
+using railyard::test::CliResult;
+using railyard::test::run_cli;
+
+namespace {
+
+constexpr double kLinkGBps = 48; // the scenario's xgmi_bandwidth, per GPU pair and direction
+
+// rome_model_79's ringBase (ROCm/rccl 0cbce2a7 src/graph/rome_models.cc): 28 rings, the first 14 distinct; RCCL runs
+// channel c on ring c mod 28 (the communicator's channels double the 28).
+const char* kRome79 = "0 1 2 3 4 5 6 7|0 1 2 3 4 5 7 6|0 2 4 1 3 6 5 7|0 2 4 6 1 7 3 5|0 3 1 5 2 7 4 6|"
+                      "0 3 5 1 6 2 7 4|0 4 1 7 3 6 2 5|7 6 5 4 3 2 1 0|6 7 5 4 3 2 1 0|7 5 6 3 1 4 2 0|"
+                      "5 3 7 1 6 4 2 0|6 4 7 2 5 1 3 0|4 7 2 6 1 5 3 0|5 2 6 3 7 1 4 0";
+
+std::vector<std::vector<int>> rome79()
+{
+  std::vector<std::vector<int>> out;
+  std::stringstream all(kRome79);
+  std::string ring;
+  while (std::getline(all, ring, '|')) {
+    std::stringstream in(ring);
+    std::vector<int> r;
+    for (int g; in >> g;)
+      r.push_back(g);
+    out.push_back(r);
+  }
+  return out;
+}
+
+// Most channels of the first k that cross one directed GPU pair.
+int busiest_link(int k)
+{
+  const auto rings = rome79();
+  std::map<std::pair<int, int>, int> use;
+  int most = 0;
+  for (int c = 0; c < k; ++c) {
+    const auto& r = rings[static_cast<std::size_t>(c) % rings.size()];
+    for (std::size_t i = 0; i < r.size(); ++i)
+      most = std::max(most, ++use[{r[i], r[(i + 1) % r.size()]}]);
+  }
+  return most;
+}
+
+fs::path write_scenario(const std::string& name, const std::string& nccl, const std::string& collective = "",
+                        const std::string& node_kind = "fully_connected")
+{
+  const fs::path dir = fs::temp_directory_path() / fmt::format("railyard_mi300x_{}", getpid());
+  fs::create_directories(dir);
+  const fs::path p = dir / (name + ".yaml");
+  std::ofstream(p) << fmt::format("name: {}\ncluster:\n  kind: single_node\n  gpus_per_node: 8\n"
+                                  "  node: {{kind: {}, {}}}\n{}"
+                                  "collectives:\n  - {{op: all_reduce, size: 1 MiB{}}}\n",
+                                  name, node_kind,
+                                  node_kind == "fully_connected" ? "xgmi_bandwidth: 48 GB/s, xgmi_latency: 0.7 us"
+                                                                 : "nvlink_bandwidth: 370.8 GB/s",
+                                  nccl, collective);
+  return p;
+}
+
+// busbw (out-of-place) of the one row a sweep of -b SIZE -e SIZE prints.
+double busbw_of(const CliResult& r, long long size)
+{
+  const std::regex row(fmt::format(R"(^\s*{}\s+\d+\s+\S+\s+\S+\s+-?\d+\s+(\S+)\s+(\S+)\s+(\S+))", size));
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) return std::stod(m[3]);
+  }
+  ADD_FAILURE() << "no row of " << size << " B in\n" << r.output;
+  return 0;
+}
+
+} // namespace
+
+TEST(Mi300xCli, RingChannelsReachTheLinksTheirOrdersUse)
+{
+  const long long size = 4LL << 30;
+  for (int k : {2, 7, 14}) {
+    const fs::path p =
+        write_scenario(fmt::format("k{}", k), fmt::format("nccl: {{library: rccl, max_channels: {}}}\n", k));
+    const CliResult r = run_cli(fmt::format("nccl-tests --scenario {} -b 4G -e 4G", p.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_NE(r.out.find(fmt::format("Ring/Simple  {} channels", k)), std::string::npos) << r.out;
+    // Every channel moves the same bytes; the slowest is one on the busiest link, at link / (channels on it).
+    const double expect = k * kLinkGBps / busiest_link(k);
+    const double got = busbw_of(r, size);
+    EXPECT_LE(got, expect * 1.001) << "k = " << k;
+    EXPECT_GE(got, expect * 0.97) << "k = " << k;
+  }
+  // Two channels share five links (orders 01234567 and 01234576): no faster than one link. Fourteen reach all 56
+  // directed links twice each: 7 links per GPU.
+  EXPECT_EQ(busiest_link(2), 2);
+  EXPECT_EQ(2 * kLinkGBps / busiest_link(2), kLinkGBps);
+  EXPECT_EQ(14 * kLinkGBps / busiest_link(14), 7 * kLinkGBps);
+}
+
+TEST(Mi300xCli, DefaultChannelsUseAllSevenLinksAndSmallGroupsTheirOwn)
+{
+  const fs::path p = write_scenario("default", "nccl: {library: rccl}\n");
+  const CliResult all = run_cli(fmt::format("nccl-tests --scenario {} -b 1G -e 1G", p.string()));
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_NE(all.out.find("Ring/Simple  56 channels"), std::string::npos) << all.out;
+  const double full = busbw_of(all, 1LL << 30);
+  EXPECT_LE(full, 7 * kLinkGBps * 1.001);
+  EXPECT_GE(full, 7 * kLinkGBps * 0.97);
+  // Two GPUs: their one link each way. Four GPUs: each has three links to the others.
+  const CliResult two = run_cli(fmt::format("nccl-tests --scenario {} --ranks 0-1 -b 1G -e 1G", p.string()));
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_LE(busbw_of(two, 1LL << 30), kLinkGBps * 1.001);
+  EXPECT_GE(busbw_of(two, 1LL << 30), kLinkGBps * 0.97);
+  const CliResult four = run_cli(fmt::format("nccl-tests --scenario {} --ranks 0-3 -b 1G -e 1G", p.string()));
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  EXPECT_LE(busbw_of(four, 1LL << 30), 3 * kLinkGBps * 1.001);
+  EXPECT_GE(busbw_of(four, 1LL << 30), 3 * kLinkGBps * 0.97);
+}
+
+TEST(Mi300xCli, AlltoallUsesEveryLinkAtOnce)
+{
+  // Each GPU sends size / 8 to each of its 7 peers over 7 distinct links: time size / 8 / link, busbw (n-1)/n x
+  // algbw = 7 x link.
+  const fs::path p = write_scenario("a2a", "nccl: {library: rccl}\n");
+  const CliResult r = run_cli(fmt::format("nccl-tests --scenario {} --op alltoall -b 1G -e 1G", p.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double got = busbw_of(r, 1LL << 30);
+  EXPECT_LE(got, 7 * kLinkGBps * 1.001);
+  EXPECT_GE(got, 7 * kLinkGBps * 0.97);
+}
+
+TEST(Mi300xCli, TableIsRcclTestsWithRcclsChoiceAndItsDefaultPaths)
+{
+  const fs::path p = write_scenario("table", "nccl: {system: mi300x}\n");
+  const CliResult r = run_cli(fmt::format("nccl-tests --scenario {} -b 1M -e 64M -f 64", p.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.out.find("rccl-tests: Version"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("RCCL version 2.21.5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device  7 [0000:00:00] AMD Instinct MI300X"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("RCCL's choice per size"), std::string::npos) << r.out;
+  // RCCL 2.21.5 sends all_reduce up to 1 MiB to MSCCL++ on this node (RCCL_MSCCLPP_THRESHOLD), above it not.
+  const auto at = r.out.find("1048576 B  ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(at, r.out.find('\n', at) - at).find("MSCCL++ by default"), std::string::npos) << r.out;
+  const auto big = r.out.find("67108864 B  ");
+  ASSERT_NE(big, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.substr(big, r.out.find('\n', big) - big).find("by default"), std::string::npos) << r.out;
+}
+
+TEST(Mi300xCli, TopoDescribeCountsTheMesh)
+{
+  const fs::path p = write_scenario("topo", "nccl: {library: rccl}\n");
+  const CliResult r = run_cli(fmt::format("topo describe {} --json", p.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.out.find("\"node_kind\": \"fully_connected\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"gpu_links\": 28"), std::string::npos) << r.out;
+}
+
+TEST(Mi300xCli, NodeAndLibraryMustAgree)
+{
+  struct Case {
+    std::string name, nccl, collective, kind, words;
+  };
+  const std::vector<Case> cases = {
+      {"nvls", "nccl: {library: rccl}\n", ", algorithm: nvls", "fully_connected", "NVLS"},
+      {"rccl_on_nvswitch", "nccl: {library: rccl}\n", "", "nvswitch", "nccl.library"},
+      {"nccl_on_mesh", "nccl: {system: dgx_h100}\n", "", "fully_connected", "fully connected node"},
+      {"mismatch", "nccl: {library: rccl, system: dgx_h100}\n", "", "fully_connected", "runs nccl"},
+      {"mesh_default", "", "", "fully_connected", ""},
+  };
+  for (const auto& c : cases) {
+    const fs::path p = write_scenario(c.name, c.nccl, c.collective, c.kind);
+    const CliResult r =
+        run_cli(fmt::format("run {} --out {}", p.string(), (p.parent_path() / (c.name + "_out")).string()));
+    if (c.words.empty()) {
+      // A fully connected node without an nccl: section is the MI300X node, with RCCL.
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 2) << c.name << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.words), std::string::npos) << c.name << "\n" << r.output;
+    EXPECT_NE(r.output.find(p.filename().string()), std::string::npos) << c.name << "\n" << r.output;
+  }
+}
