@@ -90,9 +90,10 @@ def row_values(fmt, line):
     return out
 
 
-def main():
+def main(here=HERE):
+    """`here`: the corpus folder (points.csv, raw/); data/validation/rccl_tests runs this with its own."""
     rows, seen = [], set()
-    for path in sorted(glob.glob(os.path.join(HERE, "raw", "*.txt"))):
+    for path in sorted(glob.glob(os.path.join(here, "raw", "*.txt"))):
         for b in parse_blocks(path):
             m = b["meta"]
             for line in b["rows"]:
@@ -138,7 +139,7 @@ def main():
                 seen.add(rid)
                 r["id"] = rid
                 rows.append(r)
-    out = os.path.join(HERE, "points.csv")
+    out = os.path.join(here, "points.csv")
     with open(out, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=HEADER, lineterminator="\n")
         w.writeheader()

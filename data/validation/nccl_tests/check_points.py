@@ -52,8 +52,9 @@ def half_ulp(s):
     return 0.5 * 10 ** (-d)
 
 
-def main():
-    path = os.path.join(HERE, "points.csv")
+def main(here=HERE):
+    """`here`: the corpus folder (points.csv, raw/); data/validation/rccl_tests runs this with its own."""
+    path = os.path.join(here, "points.csv")
     errors = []
     with open(path, newline="", encoding="utf-8") as f:
         rd = csv.reader(f)
