@@ -5,6 +5,7 @@
 #include "railyard/models/nccl_tuning.hpp"
 
 #include "railyard/models/rccl_tuning.hpp"
+#include "tuning_common.hpp"
 
 #include <fmt/format.h>
 
@@ -17,6 +18,15 @@
 namespace railyard::models {
 
 #include "../data/nccl_tuning_2_26_2.inc"
+
+using detail::field_of;
+using detail::function_index;
+using detail::gbps;
+using detail::graph_for;
+using detail::is_allgather_or_reducescatter;
+using detail::is_collnet;
+using detail::is_nvls;
+using detail::us;
 
 namespace {
 
@@ -33,44 +43,11 @@ constexpr int kSimple = static_cast<int>(Protocol::Simple);
 constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
 
 // NCCL's function index (ncclFunc_t): Broadcast, Reduce, AllGather, ReduceScatter, AllReduce.
-std::optional<int> function_index(CollectiveKind kind)
-{
-  switch (kind) {
-  case CollectiveKind::Broadcast:
-    return 0;
-  case CollectiveKind::Reduce:
-    return 1;
-  case CollectiveKind::AllGather:
-    return 2;
-  case CollectiveKind::ReduceScatter:
-    return 3;
-  case CollectiveKind::AllReduce:
-    return 4;
-  case CollectiveKind::AllToAll:
-  case CollectiveKind::SendRecv:
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 constexpr std::array<const char*, kNcclFunctions> kFunctionNames{"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                                                  "AllReduce"};
 constexpr std::array<const char*, kNcclAlgorithms> kAlgorithmNames{
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 constexpr std::array<const char*, kNcclProtocols> kProtocolNames{"LL", "LL128", "Simple"};
-
-bool is_allgather_or_reducescatter(CollectiveKind kind)
-{
-  return kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
-}
-bool is_nvls(Algorithm a)
-{
-  return a == Algorithm::Nvls || a == Algorithm::NvlsTree;
-}
-bool is_collnet(Algorithm a)
-{
-  return a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain;
-}
 
 // Compute-capability row of the per-generation tables (VOLTA/AMPERE/HOPPER/BLACKWELL_COMPCAP_IDX).
 int compcap_index(int cc)
@@ -89,40 +66,9 @@ int log2i(std::uint64_t n)
   return r;
 }
 
-double gbps(BytesPerSec b)
-{
-  return b.bytes_per_sec() / units::kGB;
-}
-double us(Seconds s)
-{
-  return s.seconds() * 1e6;
-}
-
-const NcclGraph& graph_for(const NcclTuningInput& in, Algorithm a)
-{
-  // src/init.cc initTransportsRank: graphs[] = { tree, ring, collnetDirect, collnetChain, nvls, nvls, tree }.
-  switch (a) {
-  case Algorithm::Ring:
-    return in.ring;
-  case Algorithm::Nvls:
-  case Algorithm::NvlsTree:
-    return in.nvls;
-  default:
-    return in.tree;
-  }
-}
-
 double net_overhead_us(CpuVendor cpu)
 {
-  switch (cpu) {
-  case CpuVendor::Intel:
-    return k().net_overhead_intel_us;
-  case CpuVendor::Amd:
-    return k().net_overhead_amd_us;
-  case CpuVendor::Other:
-    return k().net_overhead_other_us;
-  }
-  return k().net_overhead_other_us;
+  return detail::net_overhead_us(k(), cpu);
 }
 
 // ncclPatEnable with NCCL_PAT_ENABLE unset and a host-driven network (no device offload).
@@ -529,20 +475,10 @@ std::optional<NcclChoice> choose(const NcclTuningInput& in)
 
 namespace {
 
-InputLocation field_of(const InputLocation& where, const std::string& sub)
-{
-  InputLocation w = where;
-  if (w.field.empty()) w.field = sub;
-  return w;
-}
-
 [[noreturn]] void refuse(const InputLocation& where, CollectiveKind kind, Algorithm a, std::optional<Protocol> p,
                          const std::string& why, const std::string& fix)
 {
-  const std::string what =
-      p ? fmt::format("{} with algorithm {} and protocol {}", to_string(kind), nccl_name(a), nccl_name(*p))
-        : fmt::format("{} with algorithm {}", to_string(kind), nccl_name(a));
-  throw InputError(where, fmt::format("NCCL cannot run {}: {}", what, why), fix);
+  detail::refuse("NCCL", where, kind, a, p, why, fix);
 }
 
 } // namespace

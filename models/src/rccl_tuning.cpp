@@ -7,6 +7,7 @@
 #include "railyard/models/rccl_tuning.hpp"
 
 #include "railyard/models/lowering.hpp"
+#include "tuning_common.hpp"
 
 #include <fmt/format.h>
 
@@ -19,6 +20,14 @@
 namespace railyard::models {
 
 #include "../data/rccl_tuning_2_21_5.inc"
+
+using detail::field_of;
+using detail::function_index;
+using detail::gbps;
+using detail::graph_for;
+using detail::is_collnet;
+using detail::is_nvls;
+using detail::us;
 
 namespace {
 
@@ -35,41 +44,13 @@ constexpr int kMi300xTuningModel = 5; // rome_model_79 and rome_model_81 options
 // model's "tuning=" option (src/graph/rome_models.cc parseOptions) writes it.
 constexpr int kNoRomeTuningModel = 0;
 
-std::optional<int> function_index(CollectiveKind kind)
-{
-  switch (kind) {
-  case CollectiveKind::Broadcast:
-    return 0;
-  case CollectiveKind::Reduce:
-    return 1;
-  case CollectiveKind::AllGather:
-    return 2;
-  case CollectiveKind::ReduceScatter:
-    return 3;
-  case CollectiveKind::AllReduce:
-    return 4;
-  case CollectiveKind::AllToAll:
-  case CollectiveKind::SendRecv:
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 bool is_ag_rs(CollectiveKind kind)
 {
-  return kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
+  return detail::is_allgather_or_reducescatter(kind);
 }
 bool is_bcast_reduce(CollectiveKind kind)
 {
   return kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
-}
-bool is_nvls(Algorithm a)
-{
-  return a == Algorithm::Nvls || a == Algorithm::NvlsTree;
-}
-bool is_collnet(Algorithm a)
-{
-  return a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain;
 }
 
 // src/include/utils.h log2i: 0 for 0 and 1 (unlike NCCL 2.26's log2Down, which gives -1 for 0).
@@ -79,15 +60,6 @@ int log2i(std::uint64_t n)
   while (n >>= 1)
     ++l;
   return l;
-}
-
-double gbps(BytesPerSec b)
-{
-  return b.bytes_per_sec() / units::kGB;
-}
-double us(Seconds s)
-{
-  return s.seconds() * 1e6;
 }
 
 // IsArchMatch (src/misc/archinfo.cc) compares a prefix of gcnArchName.
@@ -105,31 +77,9 @@ const RcclTuningModel& tuning(const NcclTuningInput& in)
   return k().tuning_models[static_cast<std::size_t>(in.rccl.tuning_model)];
 }
 
-const NcclGraph& graph_for(const NcclTuningInput& in, Algorithm a)
-{
-  // src/init.cc: graphs[] = { tree, ring, collnetDirect, collnetChain, nvls, nvls }.
-  switch (a) {
-  case Algorithm::Ring:
-    return in.ring;
-  case Algorithm::Nvls:
-  case Algorithm::NvlsTree:
-    return in.nvls;
-  default:
-    return in.tree;
-  }
-}
-
 double net_overhead_us(CpuVendor cpu)
 {
-  switch (cpu) {
-  case CpuVendor::Intel:
-    return k().net_overhead_intel_us;
-  case CpuVendor::Amd:
-    return k().net_overhead_amd_us;
-  case CpuVendor::Other:
-    return k().net_overhead_other_us;
-  }
-  return k().net_overhead_other_us;
+  return detail::net_overhead_us(k(), cpu);
 }
 
 struct Entry {
@@ -285,20 +235,10 @@ std::optional<double> algo_time_us(const NcclTuningInput& in, Algorithm algo, Pr
   return e.lat_us + static_cast<double>(nbytes) / (1000.0 * bw);
 }
 
-InputLocation field_of(const InputLocation& where, const std::string& sub)
-{
-  InputLocation w = where;
-  if (w.field.empty()) w.field = sub;
-  return w;
-}
-
 [[noreturn]] void refuse(const InputLocation& where, CollectiveKind kind, Algorithm a, std::optional<Protocol> p,
                          const std::string& why, const std::string& fix)
 {
-  const std::string what =
-      p ? fmt::format("{} with algorithm {} and protocol {}", to_string(kind), nccl_name(a), nccl_name(*p))
-        : fmt::format("{} with algorithm {}", to_string(kind), nccl_name(a));
-  throw InputError(where, fmt::format("RCCL cannot run {}: {}", what, why), fix);
+  detail::refuse("RCCL", where, kind, a, p, why, fix);
 }
 
 } // namespace
