@@ -199,3 +199,61 @@ TEST(Mi300xCli, NodeAndLibraryMustAgree)
     EXPECT_NE(r.output.find(p.filename().string()), std::string::npos) << c.name << "\n" << r.output;
   }
 }
+
+TEST(Mi300xCli, MemoryOfTheMi300xFitsLayoutsTheH100DoesNot)
+{
+  // Llama 3 70B at tp 4, pp 1, dp 16: weights 70.6e9 x 2 B / 4 alone are 32.9 GiB, and with bf16 gradients and the
+  // activations the stage needs well over an H100's 80 GB but under an MI300X's 192 GB (data sheets).
+  const fs::path dir = fs::temp_directory_path() / fmt::format("railyard_mi300x_mem_{}", getpid());
+  fs::create_directories(dir);
+  for (const std::string gpu : {"mi300x", "h100"}) {
+    std::ifstream in(std::string(RAILYARD_SOURCE_DIR) + "/examples/llama3_70b_" + gpu + "_64.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    const std::string from = "tp: 8, pp: 2, dp: 4";
+    ASSERT_NE(yaml.find(from), std::string::npos);
+    yaml.replace(yaml.find(from), from.size(), "tp: 4, pp: 1, dp: 16");
+    const std::string profile = "../calibration/profiles/";
+    yaml.replace(yaml.find(profile), profile.size(), std::string(RAILYARD_SOURCE_DIR) + "/calibration/profiles/");
+    const fs::path p = dir / (gpu + ".yaml");
+    std::ofstream(p) << yaml;
+    const CliResult r = run_cli(fmt::format("run {} --out {}", p.string(), (dir / (gpu + "_out")).string()));
+    if (gpu == "mi300x") {
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+      EXPECT_NE(r.output.find("of 192.0 GiB"), std::string::npos) << r.output;
+    } else {
+      EXPECT_EQ(r.exit_code, 2) << r.output;
+      EXPECT_NE(r.output.find("does not fit in GPU memory"), std::string::npos) << r.output;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Mi300xCli, XgmiLinksComeFromTheProfileWhereTheScenarioLeavesThem)
+{
+  // calibration/profiles/mi300x_ib_ndr.yaml's xgmi entry: 46.55 GB/s per link and direction (TransferBench, AMD's
+  // ROCm blog), 0.6 us.
+  std::ifstream in(std::string(RAILYARD_SOURCE_DIR) + "/examples/llama3_70b_mi300x_64.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const std::string keys = "xgmi_bandwidth: 48 GB/s, xgmi_latency: 0.7 us, ";
+  ASSERT_NE(yaml.find(keys), std::string::npos);
+  yaml.erase(yaml.find(keys), keys.size());
+  const std::string profile = "../calibration/profiles/";
+  yaml.replace(yaml.find(profile), profile.size(), std::string(RAILYARD_SOURCE_DIR) + "/calibration/profiles/");
+  const fs::path dir = fs::temp_directory_path() / fmt::format("railyard_mi300x_links_{}", getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << yaml;
+  const CliResult r = run_cli(fmt::format("run {} --out {}", (dir / "s.yaml").string(), (dir / "out").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string summary = railyard::test::read_file(dir / "out" / "summary.json");
+  const std::regex xgmi(
+      R"re("xgmi":\s*\{\s*"bandwidth_Bps":\s*([0-9.e+]+),\s*"latency_s":\s*([0-9.e+-]+),\s*"bandwidth_from":\s*\{\s*"from":\s*"profile")re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(summary, m, xgmi)) << summary.substr(0, 2000);
+  EXPECT_DOUBLE_EQ(std::stod(m[1]), 46.55e9);
+  EXPECT_DOUBLE_EQ(std::stod(m[2]), 0.6e-6);
+  fs::remove_all(dir);
+}
