@@ -56,7 +56,10 @@ void print_summary(const calibration::CalibrationResult& r, std::ostream& out)
 {
   const auto& p = r.profile;
   out << fmt::format("profile {}: {} x{} per node{}, from {} input(s)\n", p.system, p.gpu_model, p.gpus_per_node,
-                     p.nccl_version.empty() ? "" : ", NCCL " + p.nccl_version, p.inputs.size());
+                     p.nccl_version.empty()
+                         ? ""
+                         : fmt::format(", {} {}", calibration::library_name(p.collective_library), p.nccl_version),
+                     p.inputs.size());
   if (!p.collectives.empty()) {
     out << fmt::format("{:<15} {:<10} {:<8} {:<8} {:>5} {:>5} {:>6} {:>6} {:>9} {:>9}\n", "collective", "algorithm",
                        "protocol", "link", "ranks", "nodes", "pieces", "points", "rms err", "max err");
@@ -243,8 +246,8 @@ int run_calibrate(const CalibrateCliOptions& o)
   if (!o.intra_node_link.empty()) {
     const auto k = calibration::link_kind_from_string(o.intra_node_link);
     if (!k || *k == calibration::LinkKind::Network)
-      throw InputError({"", 0, "--intra-node-link"}, fmt::format("'{}' is not nvlink or pcie", o.intra_node_link),
-                       "write --intra-node-link nvlink or --intra-node-link pcie");
+      throw InputError({"", 0, "--intra-node-link"}, fmt::format("'{}' is not nvlink, xgmi or pcie", o.intra_node_link),
+                       "write --intra-node-link nvlink, xgmi (AMD Instinct) or pcie");
     options.intra_node_link = k;
   }
   if (o.max_pieces < 1)
@@ -327,7 +330,7 @@ void add_calibrate_command(CLI::App& app, Action* action)
   cmd->add_option("--system", opts->system, "system name in the profile (default: calibrated_<gpu model>)");
   cmd->add_option("--description", opts->description, "free text stored in the profile");
   cmd->add_option("--intra-node-link", opts->intra_node_link,
-                  "link kind of single-node measurements, nvlink or pcie (default: from the GPU's name)");
+                  "link kind of single-node measurements, nvlink, xgmi or pcie (default: from the GPU's name)");
   cmd->add_option("--max-pieces", opts->max_pieces, "most pieces per collective fit (default 4)");
   cmd->add_option("--split-above", opts->split_above,
                   "split a piece whose worst point is off by more than this relative error (default 0.05)");

@@ -163,6 +163,7 @@ TEST(CalibrateCli, RcclTestsLogsMakeAnRcclProfile)
   EXPECT_EQ(p.gpus_per_node, 8);
   EXPECT_EQ(p.collective_library, rc::CollectiveLibrary::Rccl);
   EXPECT_EQ(p.nccl_version, "2.22.3"); // the two-node log's "RCCL version : 2.22.3-HEAD:7d8d67c"
+  EXPECT_NE(r.output.find("AMD Instinct MI300X x8 per node, RCCL 2.22.3"), std::string::npos) << r.output;
   EXPECT_NE(p.nccl_version_source.find("RCCL version : 2.22.3-HEAD:7d8d67c"), std::string::npos)
       << p.nccl_version_source;
   ASSERT_EQ(p.collectives.size(), 2u);
