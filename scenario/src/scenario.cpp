@@ -584,8 +584,8 @@ void check_library(Scenario& sc, const std::optional<InputLocation>& library_whe
   const InputLocation system_at = system_where ? *system_where : sc.profile_data ? sc.profile_where : sc.cluster_where;
   if (library_where && sys && sys->library != sc.nccl.library)
     throw InputError(*library_where,
-                     fmt::format("nccl.library is {}, and the system '{}' ({}) runs {}", sim::to_string(sc.nccl.library),
-                                 sc.nccl.system,
+                     fmt::format("nccl.library is {}, and the system '{}' ({}) runs {}",
+                                 sim::to_string(sc.nccl.library), sc.nccl.system,
                                  sc.nccl.system_from == "profile" ? "named by the profile's GPU model" : "nccl.system",
                                  sim::to_string(sys->library)),
                      "remove nccl.library (the system implies it), or name a system of that library: mi300x for "

@@ -152,6 +152,7 @@ NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology&
 {
   const models::NodeSpec cluster_node = nccl_node(settings_, topology.spec());
   node_ = cluster_node;
+  rings_ = mesh_rings(ranks_, topology.gpus_per_node(), node_);
   const auto hops = hop_latencies(topology);
   intra_hop_ = hops.intra;
   inter_hop_ = hops.inter;
@@ -301,14 +302,45 @@ models::CollectiveCall NcclCommunicator::resolve(const models::CollectiveCall& c
   return out;
 }
 
+MeshRings mesh_rings(const std::vector<int>& ranks, int gpus_per_node, const models::NodeSpec& node)
+{
+  MeshRings out;
+  if (node.gfx.empty() || ranks.empty()) return out;
+  std::map<int, std::vector<int>> locals; // node -> its GPUs' local indices, ascending
+  for (int g : ranks)
+    locals[g / gpus_per_node].push_back(g % gpus_per_node);
+  for (auto& [n, l] : locals)
+    std::sort(l.begin(), l.end());
+  out.nnodes = static_cast<int>(locals.size());
+  const std::vector<int>& first = locals.begin()->second;
+  const int ppn = static_cast<int>(first.size());
+  if (out.nnodes == 1 && ppn > 1 && ppn < node.gpus) {
+    // Some GPUs of one node: the rings of RCCL's search over them (orders of their positions, in bus order).
+    models::NodeSpec part = node;
+    part.gpus = ppn;
+    for (const auto& order : models::rccl_ring_orders(part, 1)) {
+      std::vector<int> ring;
+      for (int i : order)
+        ring.push_back(first[static_cast<std::size_t>(i)]);
+      out.orders.push_back(std::move(ring));
+    }
+  } else if (ppn > 1) {
+    // Whole nodes (rome_model_79 / 81), or some GPUs of several nodes: the whole node's orders, which a subset
+    // follows in the same order (RCCL's search there depends on PCIe and NUMA paths not modelled).
+    out.orders = models::rccl_ring_orders(node, out.nnodes);
+    out.reverse_odd_nodes = out.nnodes > 1;
+  }
+  return out;
+}
+
 namespace {
 
 // The lowering input of a resolved call, from what it needs of the communicator: the GPU generation (its NCCL
-// costs; RCCL's for an AMD node, with the orders of RCCL's rings over the node's direct links) and the hop latencies
-// NCCL's numbers are net of.
+// costs; RCCL's for an AMD node, with the orders of RCCL's rings over the node's direct links, `rings`) and the hop
+// latencies NCCL's numbers are net of.
 models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, int gpus_per_node,
-                                        const models::NodeSpec& node, HopLatencies hops, bool latencies,
-                                        Seconds step_overhead)
+                                        const models::NodeSpec& node, const MeshRings& rings, HopLatencies hops,
+                                        bool latencies, Seconds step_overhead)
 {
   models::LoweringInput li;
   li.call = resolved;
@@ -319,37 +351,11 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
   const int nranks = static_cast<int>(resolved.ranks.size());
   models::LoweringCosts costs;
   if (!node.gfx.empty()) {
-    std::set<int> nodes;
-    for (int g : resolved.ranks)
-      nodes.insert(g / gpus_per_node);
-    const int nnodes = static_cast<int>(nodes.size());
-    costs = models::rccl_lowering_costs(algorithm, protocol, nranks, nnodes);
-    // RCCL's rings over the node's direct links (rome models of a whole 8x MI300X node), each channel its own order;
-    // a communicator with fewer GPUs of a node visits them in the same order. Point-to-point calls take direct links.
+    costs = models::rccl_lowering_costs(algorithm, protocol, nranks, rings.nnodes);
+    // Point-to-point calls take direct links; rings and trees follow RCCL's ring orders.
     if (algorithm == models::Algorithm::Ring || algorithm == models::Algorithm::Tree) {
-      std::map<int, std::vector<int>> locals; // node -> its GPUs' local indices, ascending
-      for (int g : resolved.ranks)
-        locals[g / gpus_per_node].push_back(g % gpus_per_node);
-      for (auto& [n, l] : locals)
-        std::sort(l.begin(), l.end());
-      const std::vector<int>& first = locals.begin()->second;
-      const int ppn = static_cast<int>(first.size());
-      if (nnodes == 1 && ppn > 1 && ppn < node.gpus) {
-        // Some GPUs of one node: the rings of RCCL's search over them (orders of their positions, in bus order).
-        models::NodeSpec part = node;
-        part.gpus = ppn;
-        for (const auto& order : models::rccl_ring_orders(part, 1)) {
-          std::vector<int> ring;
-          for (int i : order)
-            ring.push_back(first[static_cast<std::size_t>(i)]);
-          li.intra_rings.push_back(std::move(ring));
-        }
-      } else if (ppn > 1) {
-        // Whole nodes (rome_model_79 / 81), or some GPUs of several nodes: the whole node's orders, which a subset
-        // follows in the same order (RCCL's search there depends on PCIe and NUMA paths not modelled).
-        li.intra_rings = models::rccl_ring_orders(node, nnodes);
-        li.intra_rings_reverse_odd_nodes = nnodes > 1;
-      }
+      li.intra_rings = rings.orders;
+      li.intra_rings_reverse_odd_nodes = rings.reverse_odd_nodes;
     }
   } else {
     costs = models::nccl_lowering_costs(algorithm, protocol, node.compute_capability, nranks);
@@ -371,15 +377,17 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
 models::LoweringInput lowering_input(const models::CollectiveCall& resolved, const topo::Topology& topology,
                                      const NcclSettings& settings, Seconds step_overhead)
 {
-  return lowering_input_of(resolved, topology.gpus_per_node(), nccl_node(settings, topology.spec()),
-                           hop_latencies(topology), settings.latencies, step_overhead);
+  const models::NodeSpec node = nccl_node(settings, topology.spec());
+  return lowering_input_of(resolved, topology.gpus_per_node(), node,
+                           mesh_rings(resolved.ranks, topology.gpus_per_node(), node), hop_latencies(topology),
+                           settings.latencies, step_overhead);
 }
 
 models::LoweringInput NcclCommunicator::lowering_input(const models::CollectiveCall& resolved,
                                                        Seconds step_overhead) const
 {
-  return lowering_input_of(resolved, topology_->gpus_per_node(), node_, {intra_hop_, inter_hop_}, settings_.latencies,
-                           step_overhead);
+  return lowering_input_of(resolved, topology_->gpus_per_node(), node_, rings_, {intra_hop_, inter_hop_},
+                           settings_.latencies, step_overhead);
 }
 
 HopLatencies hop_latencies(const topo::Topology& topology)

@@ -82,6 +82,17 @@ std::optional<models::NcclTuningInput> nccl_input(const models::CollectiveCall& 
 models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
                                     const NcclSettings& settings, const InputLocation& where);
 
+/// The orders of RCCL's rings over the fully connected nodes of a communicator (LoweringInput::intra_rings): empty on
+/// NVIDIA nodes and where each node holds one rank.
+struct MeshRings {
+  std::vector<std::vector<int>> orders;
+  bool reverse_odd_nodes = false;
+  int nnodes = 1; ///< nodes the ranks span
+};
+/// RCCL's rings for these ranks: whole 8x MI300X nodes take the rome model's orders, some GPUs of one node RCCL's
+/// search over them, some GPUs of several nodes the whole node's orders (models/rccl_tuning.hpp rccl_ring_orders).
+MeshRings mesh_rings(const std::vector<int>& ranks, int gpus_per_node, const models::NodeSpec& node);
+
 /// One NCCL communicator on a topology, built once as NCCL builds one (ncclCommInitRank runs the topology search and
 /// ncclTopoTuneModel once per communicator): its ranks, nodes and ranks per node, the graphs of derive_graphs, its
 /// channel counts, NVLS availability, p2p lanes, the settings' NCCL_ALGO / NCCL_PROTO and the hop latencies NCCL's
@@ -112,6 +123,7 @@ private:
   std::optional<models::NcclTuningInput> tuning_;
   int p2p_lanes_ = 1;
   models::NodeSpec node_;               ///< the cluster's node as NCCL's (RCCL's) topology search sees it
+  MeshRings rings_;                     ///< RCCL's ring orders for the ranks, found once (mesh_rings)
   Seconds intra_hop_{0}, inter_hop_{0}; ///< hop_latencies of the topology
 };
 
