@@ -185,6 +185,25 @@ TEST(CalibrateCli, RcclTestsLogsMakeAnRcclProfile)
   EXPECT_NEAR(xgmi->pieces.back().busbw.bytes_per_sec() / busbw_last, 1.0, 2 * xgmi->fit->quality.max_rel_error);
 }
 
+// --intra-node-link names the link kind of a single-node log outright, over what the GPU's name implies: an MI300X
+// log taken as pcie, and an H100 log (NVLink by its name) taken as xgmi, each as the option says.
+TEST(CalibrateCli, IntraNodeLinkOptionOverridesTheGpuName)
+{
+  OutDir dir;
+  const std::vector<std::pair<std::string, rc::LinkKind>> cases = {
+      {"rccl_tests_all_reduce_mi300x_1node.log --intra-node-link pcie", rc::LinkKind::Pcie},
+      {"nccl_tests_2.13_all_reduce_h100_ring.log --intra-node-link xgmi", rc::LinkKind::Xgmi}};
+  int n = 0;
+  for (const auto& [args, link] : cases) {
+    const auto out = (dir.path / ("link" + std::to_string(n++) + ".yaml")).string();
+    const auto r = run("calibrate --from " + data(args) + " --out " + out);
+    ASSERT_EQ(r.code, 0) << r.output;
+    const auto p = rc::read_profile(out);
+    ASSERT_EQ(p.collectives.size(), 1u);
+    EXPECT_EQ(p.collectives.front().link, link) << args;
+  }
+}
+
 TEST(CalibrateCli, TruncatedRcclTestsLogExitsTwoNamingTheLine)
 {
   OutDir dir;
