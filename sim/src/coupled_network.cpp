@@ -121,12 +121,21 @@ public:
     for (std::uint32_t l = 0; l < nl; ++l)
       if (unfrozen_[l] > 0 && sumk_[l] > 0) heap.push_back({std::max(res_[l], 0.0) / sumk_[l], l, 0});
     std::make_heap(heap.begin(), heap.end(), std::greater<>{});
+    // Lazy keys: freezing flows at the lowest level only raises the level of the other links they cross
+    // ((res - k L) / (sumk - k) >= res / sumk when res / sumk >= L), so a link's entry is a lower bound of its level
+    // and is not pushed again when it is touched (a ring channel's freeze touches hundreds of links). A popped entry
+    // whose link was touched since is pushed back at its level now; one that was not is that link's level, taken in
+    // the order the eager heap would take it.
     while (!heap.empty() && left > 0) {
       std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
       const auto [level, l, stamp] = heap.back();
       heap.pop_back();
-      if (stamp != stamp_[l] || unfrozen_[l] == 0) continue;
-      saturate(l, level, [&](std::uint32_t l2) { push(std::max(res_[l2], 0.0) / sumk_[l2], l2, ++stamp_[l2]); });
+      if (unfrozen_[l] == 0 || !(sumk_[l] > 0)) continue;
+      if (stamp != stamp_[l]) {
+        push(std::max(res_[l], 0.0) / sumk_[l], l, stamp_[l]);
+        continue;
+      }
+      saturate(l, level, [&](std::uint32_t l2) { ++stamp_[l2]; });
     }
     return rate_;
   }
@@ -136,7 +145,8 @@ private:
   std::vector<double> cap_, flow_k_, res_, sumk_, rate_, saturated_;
   std::vector<std::uint32_t> flow_off_, flow_link_, link_off_, link_flow_, fill_, unfrozen_, stamp_;
   std::vector<std::uint8_t> frozen_;
-  /// The fill's heap: (level, link, stamp), lowest level first, ties by link; a stale stamp is skipped.
+  /// The fill's heap: (level, link, stamp), lowest level first, ties by link; one entry per link, a stale stamp (the
+  /// link touched since its push) pushed back at its level now.
   struct Entry {
     double level;
     std::uint32_t link, stamp;
