@@ -1,6 +1,6 @@
 // The published nccl-tests corpus (data/validation/nccl_tests/points.csv, every point with its source) run through
 // `railyard nccl-tests`' simulation on the clusters of bench/nccl_corpus_systems.yaml, and the signed error of every
-// point, per system, communicator size and size band.
+// point, per system, collective, communicator size and size band.
 //
 //   bench_nccl_corpus [--points FILE] [--systems FILE] [--seed N] [--only SUBSTRING] [--all-flags] [--csv FILE]
 //
@@ -168,12 +168,15 @@ struct Summary {
 
 void print_table(const std::string& title, const std::map<std::string, std::pair<Summary, Summary>>& rows)
 {
-  fmt::print("\n{}\n{:<36} {:>53} | {:>53}\n", title, "", "fit half", "held-out half");
+  std::size_t w = 36; // the key column fits the longest key (system / collective keys pass 36 characters)
+  for (const auto& [k, v] : rows)
+    w = std::max(w, k.size());
+  fmt::print("\n{}\n{:<{}} {:>53} | {:>53}\n", title, "", w, "fit half", "held-out half");
   const std::string head =
       fmt::format("{:>4} {:>10} {:>10} {:>10} {:>7}  {}", "n", "geomean", "bias", "worst", "<=15%", "worst point");
-  fmt::print("{:<36} {:<53} | {}\n", "", head, head);
+  fmt::print("{:<{}} {:<53} | {}\n", "", w, head, head);
   for (const auto& [k, v] : rows)
-    fmt::print("{:<36} {:<53} | {}\n", k, v.first.line(), v.second.line());
+    fmt::print("{:<{}} {:<53} | {}\n", k, w, v.first.line(), v.second.line());
 }
 
 std::string band(double bytes)
@@ -280,6 +283,9 @@ int main(int argc, char** argv)
         t = std::stoi(m[1]);
       o.process_per_gpu = g * t == 1;
       o.threads = t;
+      // -G N: the calls captured into a graph (RCCL runs MSCCL++ only for those).
+      if (std::smatch m; std::regex_search(flags, m, std::regex(R"((?:^|\s)(?:-G|--cudagraph)\s+(\d+))")))
+        o.graph_launches = std::stoi(m[1]);
       scn::NcclTestsRun run;
       try {
         // As `railyard nccl-tests --algo/--proto` applies them.
@@ -303,11 +309,21 @@ int main(int argc, char** argv)
         ++left_out["size not reproduced (nccl-tests rounds it to whole elements per rank)"];
         continue;
       }
-      const auto& row = run.rows[0];
+      // Rows the source prints in-place only are compared with the in-place column (RCCL may run it differently).
+      const bool in_place = p.at("flag").find("in_place_only") != std::string::npos;
+      const scn::NcclTestsColumn row =
+          in_place ? run.rows[0].in_place
+                   : scn::NcclTestsColumn{run.rows[0].call,       run.rows[0].time,       run.rows[0].device_time,
+                                          run.rows[0].host_time,  run.rows[0].algbw_GBps, run.rows[0].busbw_GBps,
+                                          run.rows[0].rccl_kernel};
       Result r;
       r.point = &p;
       r.held_out = held_out(p.at("id"), seed);
-      r.algorithm = fmt::format("{}/{}", models::to_string(*row.call.algorithm), models::to_string(*row.call.protocol));
+      // alltoall and sendrecv run as point-to-point transfers, whatever algorithm the call carries; named "p2p" as
+      // `railyard nccl-tests` prints them.
+      const bool p2p = o.kind == models::CollectiveKind::AllToAll || o.kind == models::CollectiveKind::SendRecv;
+      r.algorithm = fmt::format("{}/{}", p2p ? std::string("p2p") : models::to_string(*row.call.algorithm),
+                                models::to_string(*row.call.protocol));
       r.by_time = time_us > 0;
       r.measured = r.by_time ? time_us : busbw;
       r.simulated = r.by_time ? row.time.seconds() * 1e6 : row.busbw_GBps;
@@ -372,12 +388,15 @@ int main(int argc, char** argv)
       fmt::print("  NCCL settings of the sources not modelled (kept as NCCL's defaults): {}\n", names);
     }
 
-    std::map<std::string, std::pair<Summary, Summary>> by_system, by_ranks, by_band, by_algo, all;
+    std::map<std::string, std::pair<Summary, Summary>> by_system, by_collective, by_system_collective, by_ranks,
+        by_band, by_algo, all;
     for (const auto& r : results) {
       auto add = [&](std::map<std::string, std::pair<Summary, Summary>>& m, const std::string& k) {
         (r.held_out ? m[k].second : m[k].first).add(r);
       };
       add(by_system, r.point->at("system"));
+      add(by_collective, r.point->at("collective"));
+      add(by_system_collective, r.point->at("system") + " / " + r.point->at("collective"));
       add(by_ranks, fmt::format("{:>5} ranks on {:>3} node(s)", std::stoi(r.point->at("ranks")),
                                 std::stoi(r.point->at("nodes"))));
       add(by_band, band(std::stod(r.point->at("size_bytes"))));
@@ -388,6 +407,8 @@ int main(int argc, char** argv)
         "\nerror = simulated/measured time - 1 (busbw-only rows: measured/simulated busbw - 1); negative: "
         "Railyard faster than the hardware.\ngeomean = exp(mean |ln ratio|) - 1, bias = exp(mean ln ratio) - 1\n");
     print_table("by system", by_system);
+    print_table("by collective", by_collective);
+    print_table("by system and collective", by_system_collective);
     print_table("by communicator", by_ranks);
     print_table("by size", by_band);
     print_table("by NCCL algorithm/protocol as simulated", by_algo);
