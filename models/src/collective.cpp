@@ -80,6 +80,8 @@ std::string to_string(Algorithm a)
   case Algorithm::Nvls: return "NVLS";
   case Algorithm::NvlsTree: return "NVLSTree";
   case Algorithm::Pat: return "PAT";
+  case Algorithm::MscclAllPairs: return "MSCCL";
+  case Algorithm::Mscclpp: return "MSCCL++";
   }
   return "?";
 }

@@ -1,6 +1,6 @@
 // Lowering core: patterns, schedules, NCCL's chunk sizes and fixed costs, the pipeline builder, and the dispatch to
 // the per-algorithm files (lowering_ring.cpp, lowering_tree.cpp, lowering_nvls.cpp, lowering_pat.cpp,
-// lowering_p2p.cpp).
+// lowering_p2p.cpp, lowering_msccl.cpp).
 #include "railyard/models/lowering.hpp"
 
 #include "lowering_internal.hpp"
@@ -276,6 +276,9 @@ LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capabilit
   case Algorithm::CollNetDirect:
   case Algorithm::CollNetChain:
     throw std::invalid_argument("CollNet is not modelled");
+  case Algorithm::MscclAllPairs:
+  case Algorithm::Mscclpp:
+    throw std::invalid_argument("MSCCL and MSCCL++ are RCCL's kernels: their costs come from rccl_lowering_costs");
   }
   // nvlsEfficiency in NVIDIA/nccl src/graph/tuning.cc at commit 766bffee4ec494840e4f4fc6b07edfe2754e6a50 (NCCL 2.26.2
   // has no such factor in its model, but the hardware is the same): multimem loads and stores reach 85% of NVLink
@@ -472,6 +475,8 @@ std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>& gpus, 
 
 int connection_depth(CollectiveKind kind, Algorithm a, Protocol p)
 {
+  // MSCCL's and MSCCL++'s sends are one FIFO step each (their calls run one loop: lowering_msccl.cpp).
+  if (a == Algorithm::MscclAllPairs || a == Algorithm::Mscclpp) return kNcclSteps;
   switch (kind) {
   case CollectiveKind::AllToAll:
   case CollectiveKind::SendRecv:
@@ -509,11 +514,21 @@ Schedule lower(const LoweringInput& in)
   if (in.gpus_per_node < 1) throw std::invalid_argument("lower(): gpus_per_node must be positive");
   const Algorithm a = *call.algorithm;
   auto unsupported = [&] {
-    return std::invalid_argument(fmt::format("{} with algorithm {} is not lowered: NCCL does not implement it",
-                                             to_string(call.kind), to_string(a)));
+    return std::invalid_argument(
+        fmt::format("{} with algorithm {} is not lowered: {} does not implement it", to_string(call.kind), to_string(a),
+                    a == Algorithm::MscclAllPairs || a == Algorithm::Mscclpp ? "RCCL" : "NCCL"));
   };
   if (a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain)
     throw std::invalid_argument("CollNet is not modelled (it needs a CollNet/SHARP network plugin)");
+
+  if (a == Algorithm::MscclAllPairs) {
+    if (call.kind != CollectiveKind::AllReduce && call.kind != CollectiveKind::AllToAll) throw unsupported();
+    return with_depth(detail::lower_msccl(in));
+  }
+  if (a == Algorithm::Mscclpp) {
+    if (call.kind != CollectiveKind::AllReduce && call.kind != CollectiveKind::AllGather) throw unsupported();
+    return with_depth(detail::lower_mscclpp(in));
+  }
 
   switch (call.kind) {
   case CollectiveKind::AllToAll:

@@ -57,5 +57,7 @@ Schedule lower_tree(const LoweringInput& in);       // all_reduce
 Schedule lower_nvls(const LoweringInput& in);       // all_reduce, all_gather, reduce_scatter on one node
 Schedule lower_nvls_tree(const LoweringInput& in);  // all_reduce across nodes
 Schedule lower_pat(const LoweringInput& in);        // all_gather, reduce_scatter, one GPU per node
+Schedule lower_msccl(const LoweringInput& in);      // RCCL's MSCCL all_reduce / alltoall, 8 ranks
+Schedule lower_mscclpp(const LoweringInput& in);    // RCCL's MSCCL++ all_reduce / all_gather, 8 ranks
 
 } // namespace railyard::models::detail

@@ -112,7 +112,8 @@ bool priced_by_enqueue(const NcclTuningInput& in, Algorithm a)
 
 std::string nccl_name(Algorithm a)
 {
-  return kAlgorithmNames[static_cast<int>(a)];
+  const auto i = static_cast<std::size_t>(a);
+  return i < kAlgorithmNames.size() ? kAlgorithmNames[i] : to_string(a); // RCCL's MSCCL / MSCCL++ kernels
 }
 std::string nccl_name(Protocol p)
 {
@@ -544,6 +545,10 @@ void check_request(const NcclTuningInput& in, Algorithm a, std::optional<Protoco
   case Algorithm::CollNetDirect:
   case Algorithm::CollNetChain:
     break;
+  case Algorithm::MscclAllPairs:
+  case Algorithm::Mscclpp:
+    refuse(w, kind, a, p, "MSCCL and MSCCL++ are RCCL's kernels for one AMD MI300X node, not an NCCL algorithm",
+           "use Ring, Tree, NVLS or NVLSTree, or leave the algorithm to the cost model");
   }
   if (!p) return;
   const auto wp = field_of(where, "protocol");

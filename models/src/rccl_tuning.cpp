@@ -19,6 +19,7 @@
 
 namespace railyard::models {
 
+#include "../data/rccl_kernels_mi300x.inc"
 #include "../data/rccl_tuning_2_21_5.inc"
 
 using detail::field_of;
@@ -51,6 +52,17 @@ bool is_ag_rs(CollectiveKind kind)
 bool is_bcast_reduce(CollectiveKind kind)
 {
   return kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
+}
+
+// Element size of an nccl-tests type name (src/common.cu test_typenames, wordSize); 0 for an unknown name.
+int type_bytes(const std::string& type)
+{
+  static const std::pair<const char*, int> kTypes[] = {{"int8", 1},   {"uint8", 1},   {"int32", 4}, {"uint32", 4},
+                                                       {"int64", 8},  {"uint64", 8},  {"half", 2},  {"float", 4},
+                                                       {"double", 8}, {"bfloat16", 2}};
+  for (const auto& [name, size] : kTypes)
+    if (type == name) return size;
+  return 0;
 }
 
 // src/include/utils.h log2i: 0 for 0 and 1 (unlike NCCL 2.26's log2Down, which gives -1 for 0).
@@ -379,6 +391,12 @@ void rccl_check_request(const NcclTuningInput& in, Algorithm a, std::optional<Pr
     break;
   case Algorithm::Ring:
     break;
+  case Algorithm::MscclAllPairs:
+  case Algorithm::Mscclpp:
+    refuse(w, kind, a, p,
+           "RCCL takes MSCCL and MSCCL++ itself, before NCCL_ALGO is read (src/collectives.cc mscclEnqueueCheck); "
+           "they are not NCCL_ALGO values",
+           "leave the algorithm to RCCL (its default path runs them where it does), or use Ring or Tree");
   }
   if (p && *p == Protocol::LL128)
     refuse(field_of(where, "protocol"), kind, a, p,
@@ -1092,6 +1110,20 @@ LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnode
     c.inter_hop = Seconds(m.hw_latency_us[kHwNet][ai][pi] * to_s);
     break;
   }
+  case Algorithm::MscclAllPairs:
+    // MSCCL's kernel is launched by RCCL's enqueue and moves data through RCCL's Primitives over the same xGMI
+    // connections (src/device/msccl_kernel_impl.h), so it pays RCCL's launch and per-hop costs of its protocol.
+    c.launch = Seconds(k().base_latency_us[kRing][pi] * to_s);
+    c.intra_hop = Seconds(m.hw_latency_us[kHwNvlink][kRing][pi] * to_s);
+    c.link_efficiency =
+        p == Protocol::Simple ? kRcclKernels.msccl_link_efficiency_simple : kRcclKernels.msccl_link_efficiency_ll;
+    break;
+  case Algorithm::Mscclpp:
+    // MSCCL++'s kernels are plain HIP kernels in a graph: no RCCL constant applies; fitted (rccl_kernels_mi300x.inc).
+    c.launch = Seconds(kRcclKernels.mscclpp_launch_us * to_s);
+    c.link_efficiency =
+        p == Protocol::Simple ? kRcclKernels.mscclpp_link_efficiency_simple : kRcclKernels.mscclpp_link_efficiency_ll;
+    break;
   case Algorithm::Nvls:
   case Algorithm::NvlsTree:
   case Algorithm::Pat:
@@ -1102,22 +1134,75 @@ LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnode
   return c;
 }
 
-RcclKernelPath rccl_default_path(const NcclTuningInput& in)
+std::span<const MscclAlgorithmSpec> msccl_algorithms()
 {
-  // src/collectives.cc: ncclAllReduce / ncclAllGather go to mscclEnqueueCheck when MSCCL is available for the
-  // communicator (RCCL_MSCCL_ENABLE=1 by default and the rome model's mscclEnabled=1); there MSCCL++ takes all_reduce
-  // of nBytes <= mscclpp_threshold and all_gather of nBytes x nRanks <= it (src/misc/msccl/msccl_lifecycle.cc), then
-  // MSCCL's scheduler takes a loaded algorithm whose [minBytes, maxBytes] and rank count fit.
-  if (in.library != CollectiveLibrary::Rccl || !in.rccl.msccl_enabled || in.nranks != 8)
-    return RcclKernelPath::CostModel;
+  return kMscclAlgorithms;
+}
+
+const MscclAlgorithmSpec* msccl_algorithm(CollectiveKind kind, Protocol p, int channels)
+{
+  for (const auto& a : kMscclAlgorithms)
+    if (a.kind == kind && a.protocol == p && a.channels == channels) return &a;
+  return nullptr;
+}
+
+const RcclKernelConstants& rccl_kernel_constants()
+{
+  return kRcclKernels;
+}
+
+std::optional<RcclKernel> rccl_default_kernel(const NcclTuningInput& in, const RcclCallMode& mode, int max_channels)
+{
+  // src/collectives.cc: ncclAllReduce, ncclAllGather and ncclAllToAll call mscclEnqueueCheck when mscclAvailable
+  // (RCCL_MSCCL_ENABLE and MSCCL initialised, which src/init.cc does only where the topology says mscclEnabled: the
+  // rome model's option, rome_model_79 on one 8x MI300X node).
+  if (in.library != CollectiveLibrary::Rccl || !in.rccl.msccl_enabled || !mode.msccl) return std::nullopt;
+  const auto contains = [](const auto& names, const std::string& s) {
+    return std::find_if(names.begin(), names.end(), [&](const char* n) { return s == n; }) != names.end();
+  };
   const double bytes = in.bytes.bytes();
-  if (in.collective == CollectiveKind::AllReduce) {
-    if (bytes <= static_cast<double>(k().mscclpp_threshold_bytes)) return RcclKernelPath::Mscclpp;
-    if (bytes <= static_cast<double>(k().msccl_allreduce_max_bytes)) return RcclKernelPath::Msccl;
+  const CollectiveKind kind = in.collective;
+  // nBytes as mscclEnqueueCheck computes it: count x type size, where count is per rank for all_gather (sendcount)
+  // and per peer for alltoall; in nccl-tests' size convention all_gather's and alltoall's sizes are nRanks times it.
+  const int type_size = type_bytes(mode.type);
+  if (type_size <= 0) return std::nullopt;
+  const double per_call =
+      kind == CollectiveKind::AllGather || kind == CollectiveKind::AllToAll ? bytes / in.nranks : bytes;
+  const auto count = static_cast<std::int64_t>(per_call / type_size);
+  const auto n_bytes = count * type_size;
+
+  // MSCCL++ (mscclEnqueueCheck, "check if one rank per GPU and graph mode is enabled"): src/init.cc sets
+  // mscclppCompatible for gfx94x when RCCL_MSCCLPP_ENABLE, mscclEnabled() and allProcessHostsUnique hold.
+  const long threshold = k().mscclpp_threshold_bytes;
+  if (mode.mscclpp && mode.process_per_gpu && mode.graph_captured && n_bytes > 0 &&
+      n_bytes % kRcclKernels.mscclpp_alignment_bytes == 0) {
+    if (kind == CollectiveKind::AllReduce && n_bytes <= threshold && mode.redop == "sum" &&
+        contains(kRcclKernels.mscclpp_allreduce_types, mode.type) && in.nranks == 8)
+      return RcclKernel{RcclKernelPath::Mscclpp, Algorithm::Mscclpp, Protocol::LL, 1, "allreduce7"};
+    if (kind == CollectiveKind::AllGather && n_bytes * in.nranks <= threshold && in.nranks == 8)
+      return RcclKernel{RcclKernelPath::Mscclpp, Algorithm::Mscclpp, Protocol::Simple, 1, "allgather6"};
   }
-  if (in.collective == CollectiveKind::AllGather && bytes <= static_cast<double>(k().mscclpp_threshold_bytes))
-    return RcclKernelPath::Mscclpp;
-  return RcclKernelPath::CostModel;
+
+  // MSCCL's internal scheduler (mscclInternalSchedulerSelectAlgo): the first algorithm loaded for this rank count
+  // (mscclInternalSchedulerInit drops those needing more channels than NCCL_MAX_NCHANNELS) that fits.
+  if (!contains(kRcclKernels.msccl_ops, mode.redop) && kind != CollectiveKind::AllToAll) return std::nullopt;
+  for (const auto& a : kMscclAlgorithms) {
+    if (a.kind != kind || a.ranks != in.nranks) continue;
+    if (max_channels > 0 && a.channels > max_channels) continue;
+    const std::int64_t multiplier = kind == CollectiveKind::AllToAll ? a.ranks : 1; // msccl_parser.cc sizeMultiplier
+    const std::int64_t sized = n_bytes * multiplier;
+    const bool fits = count > 0 && (count * multiplier) % a.chunks_per_loop == 0 && sized >= a.min_bytes &&
+                      (a.max_bytes == 0 || sized <= a.max_bytes);
+    if (fits && (mode.in_place ? a.in_place : a.out_of_place))
+      return RcclKernel{RcclKernelPath::Msccl, Algorithm::MscclAllPairs, a.protocol, a.channels, a.file};
+  }
+  return std::nullopt;
+}
+
+RcclKernelPath rccl_default_path(const NcclTuningInput& in, const RcclCallMode& mode)
+{
+  const auto kernel = rccl_default_kernel(in, mode);
+  return kernel ? kernel->path : RcclKernelPath::CostModel;
 }
 
 std::string to_string(RcclKernelPath p)

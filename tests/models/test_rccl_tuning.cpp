@@ -412,8 +412,14 @@ TEST(RcclMi300x, LoweringCostsAreRcclsLatencies)
 
 TEST(RcclMi300x, DefaultKernelPathsBeforeTheModel)
 {
-  EXPECT_EQ(rccl_default_path(mi300x(1, CollectiveKind::AllReduce, 64 * 1024)), RcclKernelPath::Mscclpp);
-  EXPECT_EQ(rccl_default_path(mi300x(1, CollectiveKind::AllReduce, 1 << 20)), RcclKernelPath::Mscclpp);
+  // src/misc/msccl/msccl_lifecycle.cc mscclEnqueueCheck: MSCCL++ only for calls captured into a HIP graph; other
+  // all_reduce up to 16 MiB goes to MSCCL's allpairs files (tests/models/test_rccl_kernels.cpp has the boundaries).
+  RcclCallMode captured;
+  captured.graph_captured = true;
+  EXPECT_EQ(rccl_default_path(mi300x(1, CollectiveKind::AllReduce, 64 * 1024)), RcclKernelPath::Msccl);
+  EXPECT_EQ(rccl_default_path(mi300x(1, CollectiveKind::AllReduce, 64 * 1024), captured), RcclKernelPath::Mscclpp);
+  EXPECT_EQ(rccl_default_path(mi300x(1, CollectiveKind::AllReduce, 1 << 20)), RcclKernelPath::Msccl);
+  EXPECT_EQ(rccl_default_path(mi300x(1, CollectiveKind::AllReduce, 1 << 20), captured), RcclKernelPath::Mscclpp);
   EXPECT_EQ(rccl_default_path(mi300x(1, CollectiveKind::AllReduce, 4 << 20)), RcclKernelPath::Msccl);
   EXPECT_EQ(rccl_default_path(mi300x(1, CollectiveKind::AllReduce, 64 << 20)), RcclKernelPath::CostModel);
   EXPECT_EQ(rccl_default_path(mi300x(16, CollectiveKind::AllReduce, 8)), RcclKernelPath::CostModel);

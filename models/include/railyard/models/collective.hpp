@@ -10,8 +10,14 @@
 namespace railyard::models {
 
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, SendRecv };
-/// NCCL's algorithms (src/include/device.h NCCL_ALGO_*), CollNet kept in its place for later.
-enum class Algorithm { Tree, Ring, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat };
+/// NCCL's algorithms (src/include/device.h NCCL_ALGO_*), CollNet kept in its place for later; then the kernels RCCL
+/// runs on one MI300X node before its cost model is asked (models/rccl_tuning.hpp rccl_default_kernel), which are not
+/// NCCL_ALGO values and sit outside NCCL's tables (kNcclAlgorithms counts the first seven):
+///  - MscclAllPairs: MSCCL's XML algorithms of tools/msccl-algorithms (allreduce-allpairs-8n-*: every rank sends each
+///    peer its eighth, reduces its own eighth, sends it to every peer; alltoall-8n-*: one step of direct sends);
+///  - Mscclpp: MSCCL++'s kernels of its NCCL shim (allreduce7: the same two phases in LL8 packets; allgather6: every
+///    rank writes its block into every peer's output), taken only by calls captured in a HIP graph.
+enum class Algorithm { Tree, Ring, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat, MscclAllPairs, Mscclpp };
 /// NCCL's protocols (NCCL_PROTO_*).
 enum class Protocol { LL, LL128, Simple };
 

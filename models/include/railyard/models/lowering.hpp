@@ -157,6 +157,9 @@ struct LoweringCosts {
   Seconds intra_hop{0};         ///< per step, receiving inside a node (Step::overhead)
   Seconds inter_hop{0};         ///< per step, receiving across nodes (Step::overhead_inter)
   double nvls_efficiency = 1.0; ///< fraction of NVLink bandwidth multimem loads and stores reach
+  /// Fraction of a link's bandwidth the sends of RCCL's MSCCL and MSCCL++ kernels reach (rccl_lowering_costs: fitted);
+  /// their flows carry bytes / link_efficiency. 1 for every other algorithm.
+  double link_efficiency = 1.0;
 };
 
 /// The costs NCCL 2.26.2's model assigns (src/graph/tuning.cc baseLat, hwLat; see models/README.md for how each

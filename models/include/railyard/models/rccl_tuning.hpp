@@ -12,15 +12,18 @@
 //     (src/graph/connect.cc).
 // Callers normally reach these through nccl_tuning.hpp: algo_cost, predict, table, choose, check_request and validate
 // dispatch here when NcclTuningInput::library is CollectiveLibrary::Rccl, and derive_graphs / node_spec know
-// NodeLayout::Mi300x. Constants: models/data/rccl_tuning_2_21_5.inc. Not modelled (see models/README.md "RCCL cost
-// model"): the MSCCL and MSCCL++ kernels RCCL runs some single-node calls on instead (rccl_default_path says which),
-// CollNet, tuner plugins, NCCL_THREAD_THRESHOLDS, and whole MI300X nodes that match another rome model.
+// NodeLayout::Mi300x. Constants: models/data/rccl_tuning_2_21_5.inc. The MSCCL and MSCCL++ kernels RCCL runs some
+// single-node calls on instead: rccl_default_kernel says which (models/data/rccl_kernels_mi300x.inc), lower() builds
+// their schedules (lowering_msccl.cpp). Not modelled (see models/README.md "RCCL cost model"): CollNet, tuner plugins,
+// NCCL_THREAD_THRESHOLDS, and whole MI300X nodes that match another rome model.
 #pragma once
 
 #include "railyard/models/nccl_tuning.hpp"
 
 #include <array>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace railyard::models {
@@ -148,18 +151,92 @@ std::vector<std::vector<int>> rccl_ring_orders(const NodeSpec& node, int nnodes,
 /// hwLat[NVLINK][a][p] (hwLat[PCI] with one GPU per node, whose graph is PATH_LOC) and inter_hop = hwLat[NET][a][p]
 /// of rcclTuningModel[tuning_model]; a ring across nodes pays at least the network post overhead per intra-node hop
 /// (AMD EPYC host: 2 us, x3 for Simple), as RCCL's model does. The four-argument form takes tuning model 5 for whole
-/// 8-GPU nodes (nranks = 8 x nnodes: rome_model_79 / rome_model_81) and 0 otherwise (no rome model matched). Throws
+/// 8-GPU nodes (nranks = 8 x nnodes: rome_model_79 / rome_model_81) and 0 otherwise (no rome model matched).
+/// MscclAllPairs (MSCCL's kernel moves data through RCCL's Primitives): launch baseLat[Ring][p], intra_hop
+/// hwLat[NVLINK][Ring][p] of the tuning model, link_efficiency fitted per protocol; Mscclpp: the fitted launch, no
+/// per-step cost beyond the path, link_efficiency fitted for LL (allreduce7), 1 for Simple (allgather6). Throws
 /// std::invalid_argument for NVLS, NVLSTree, PAT and CollNet, which RCCL does not run here.
 LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnodes);
 LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnodes, int tuning_model);
 
-/// Where RCCL 2.21.5 sends a call before its cost model is asked (src/collectives.cc -> mscclEnqueueCheck) with
-/// default settings: on a communicator whose rome model enables MSCCL (one 8x MI300X node), all_reduce up to
-/// RCCL_MSCCLPP_THRESHOLD (1 MiB) and all_gather of at most 1 MiB output run on MSCCL++ kernels (built by default for
-/// gfx942), other all_reduce up to 16 MiB on MSCCL's allpairs algorithm (out-of-place ranges). Neither is modelled;
-/// rccl_choose() prices the path RCCL takes with RCCL_MSCCL_ENABLE=0 / RCCL_MSCCLPP_ENABLE=0.
+/// One MSCCL algorithm RCCL 2.21.5 installs (tools/msccl-algorithms/*.xml: the <algo> element's attributes and the
+/// thread blocks of a GPU that send to one peer). Values in models/data/rccl_kernels_mi300x.inc.
+struct MscclAlgorithmSpec {
+  const char* file; ///< file name in tools/msccl-algorithms
+  CollectiveKind kind;
+  Protocol protocol;
+  int channels;        ///< nchannels
+  int chunks_per_loop; ///< nchunksperloop: the buffer is cut into this many chunks (count x sizeMultiplier must divide)
+  int ranks;           ///< ngpus
+  bool in_place, out_of_place;
+  long min_bytes, max_bytes; ///< minBytes, maxBytes of count x type size x sizeMultiplier (8 for alltoall)
+  int peer_channels;         ///< thread blocks of a GPU sending to one peer, each with an equal share
+};
+/// Every MSCCL algorithm of RCCL 2.21.5, in the directory's sorted order.
+std::span<const MscclAlgorithmSpec> msccl_algorithms();
+/// The algorithm of that collective, protocol and nchannels (the in-place and out-of-place files of one pair move the
+/// same data); null for none.
+const MscclAlgorithmSpec* msccl_algorithm(CollectiveKind kind, Protocol p, int channels);
+
+/// What MSCCL++'s and MSCCL's selection reads beyond size, and the fitted rates of their kernels (values and sources in
+/// models/data/rccl_kernels_mi300x.inc).
+struct RcclKernelConstants {
+  long mscclpp_alignment_bytes;                                  ///< MSCCL++ needs nBytes a multiple of this
+  std::array<const char*, 4> mscclpp_allreduce_types;            ///< nccl-tests type names MSCCL++ all_reduce takes
+  std::array<const char*, 4> msccl_ops;                          ///< reductions MSCCL's scheduler takes (below ncclAvg)
+  double msccl_link_efficiency_ll, msccl_link_efficiency_simple; ///< fitted: share of an xGMI link's bandwidth
+  double mscclpp_launch_us;                                      ///< fitted: MSCCL++ allreduce7's fixed cost
+  double mscclpp_link_efficiency_ll;                             ///< fitted: allreduce7's LL8 writes
+  double mscclpp_link_efficiency_simple;                         ///< allgather6's puts: not measured, 1
+  const char* fit_note;                                          ///< the fit's data, method and residuals
+};
+const RcclKernelConstants& rccl_kernel_constants();
+
+/// How calls reach RCCL, beyond collective and size: what src/collectives.cc and mscclEnqueueCheck look at, and
+/// RCCL_MSCCL_ENABLE / RCCL_MSCCLPP_ENABLE.
+struct RcclCallMode {
+  bool msccl = true;   ///< RCCL_MSCCL_ENABLE (default 1); 0 turns off MSCCL++ too (src/init.cc needs mscclEnabled())
+  bool mscclpp = true; ///< RCCL_MSCCLPP_ENABLE (default 1 in builds with MSCCL++, as RCCL's for gfx942)
+  /// The call is captured into a HIP graph (rccl-tests -G N, hipStreamBeginCapture): MSCCL++ runs only then.
+  bool graph_captured = false;
+  /// Each rank in a process of its own on its host (mpirun -np 8 ... -g 1): MSCCL++ needs it (mscclppCommCompatible,
+  /// allProcessHostsUnique); one process driving several GPUs (-g 8) has none.
+  bool process_per_gpu = true;
+  bool in_place = false;      ///< sendbuff == recvbuff (all_gather: sendbuff at the rank's offset of recvbuff)
+  std::string type = "float"; ///< element type (nccl-tests -d names): MSCCL needs count divisible by chunks
+  std::string redop = "sum";  ///< reduction (nccl-tests -o names)
+};
+
+/// Where RCCL sends a call: its cost model's pick, MSCCL++ or MSCCL.
 enum class RcclKernelPath { CostModel, Mscclpp, Msccl };
-RcclKernelPath rccl_default_path(const NcclTuningInput& in);
 std::string to_string(RcclKernelPath p);
+
+/// A kernel RCCL runs instead of its cost model's pick: algorithm MscclAllPairs or Mscclpp, its protocol and
+/// channels (MSCCL: the XML's nchannels; MSCCL++: 1, one kernel whose blocks serve all peers) and its name.
+struct RcclKernel {
+  RcclKernelPath path = RcclKernelPath::CostModel;
+  Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  int channels = 1;
+  std::string name; ///< the XML file (MSCCL), or MSCCL++'s kernel: "allreduce7" / "allgather6"
+};
+
+/// What RCCL 2.21.5 runs for this call before its cost model is asked (src/collectives.cc: ncclAllReduce,
+/// ncclAllGather and ncclAllToAll go to mscclEnqueueCheck when mscclAvailable; src/misc/msccl/msccl_lifecycle.cc), on
+/// a communicator whose rome model enables MSCCL (one 8x MI300X node: rome_model_79 "mscclEnabled=1"):
+///   1. MSCCL++ (mode.mscclpp, mode.process_per_gpu): only for a call captured into a HIP graph with nBytes > 0 and
+///      a multiple of 32; all_reduce of nBytes <= RCCL_MSCCLPP_THRESHOLD (1 MiB) with op sum and type half, int32,
+///      uint32 or float (MSCCL++'s ncclAllReduce falls back to allreduce7 for these sizes); all_gather whose output
+///      nBytes x nRanks is at most the threshold (allgather6).
+///   2. MSCCL's internal scheduler: the first loaded algorithm (every file of tools/msccl-algorithms for 8 ranks with
+///      nchannels <= NCCL_MAX_NCHANNELS) of the collective, with op below ncclAvg, count x sizeMultiplier divisible by
+///      its nchunksperloop, minBytes <= nBytes x sizeMultiplier <= maxBytes and in-place or out-of-place as the call
+///      is: all_reduce up to 16 MiB (allreduce-allpairs-8n-*), alltoall up to 43 MiB (alltoall-8n-*).
+/// NCCL_ALGO / NCCL_PROTO are not read on this path (they only restrict ncclTopoTuneModel's table). `max_channels` is
+/// NCCL_MAX_NCHANNELS (0: none). Empty: the cost model's pick (rccl_choose).
+std::optional<RcclKernel> rccl_default_kernel(const NcclTuningInput& in, const RcclCallMode& mode = {},
+                                              int max_channels = 0);
+/// rccl_default_kernel's path (CostModel where it is empty).
+RcclKernelPath rccl_default_path(const NcclTuningInput& in, const RcclCallMode& mode = {});
 
 } // namespace railyard::models
