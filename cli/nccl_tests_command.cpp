@@ -95,6 +95,7 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
     int iters = 1;
     std::string communication = "auto";
     int threads = 1;
+    int graph_launches = 0;
     bool process_per_gpu = false;
     std::optional<std::string> host_cost;
   };
@@ -126,7 +127,14 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
                   "element type: int8, uint8, int32, uint32, int64, uint64, half, float, "
                   "double, bfloat16")
       ->capture_default_str();
-  cmd->add_option("--redop", o->redop, "reduction printed in the redop column (nccl-tests -o)")->capture_default_str();
+  cmd->add_option("--redop", o->redop,
+                  "reduction (nccl-tests -o): printed in the redop column; with RCCL it also decides whether MSCCL / "
+                  "MSCCL++ take the call")
+      ->capture_default_str();
+  cmd->add_option("-G,--cudagraph", o->graph_launches,
+                  "graph launches (nccl-tests -G): the calls are captured into a HIP graph, which RCCL needs to run "
+                  "MSCCL++ (with one process per GPU: --process-per-gpu); RCCL only")
+      ->capture_default_str();
   cmd->add_option("-r,--root", o->root, "root rank of broadcast and reduce")->capture_default_str();
   cmd->add_option("-n,--iters", o->iters, "calls per size, back to back; the time is their average")
       ->capture_default_str();
@@ -164,6 +172,7 @@ void add_nccl_tests_command(CLI::App& app, Action* action)
       opts.communication = o->communication;
       opts.threads = o->threads;
       opts.process_per_gpu = o->process_per_gpu;
+      opts.graph_launches = o->graph_launches;
       if (o->host_cost) {
         const InputLocation where{"railyard nccl-tests", 0, "--host-cost"};
         const std::string& text = *o->host_cost;

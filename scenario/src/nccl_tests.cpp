@@ -171,9 +171,66 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     bad("--host-cost", "a host cost is negative", "give the issuing thread's costs as times of zero or more");
   run.algo_env = scenario.nccl.algo;
   run.proto_env = scenario.nccl.proto;
+  if (options.graph_launches < 0)
+    bad("-G/--cudagraph", fmt::format("-G {}", options.graph_launches), "give 0 (no graph) or a count of launches");
+  if (options.graph_launches > 0 && scenario.nccl.library != models::CollectiveLibrary::Rccl)
+    bad("-G/--cudagraph",
+        "graph launches change only what RCCL runs here (MSCCL++ takes captured calls); NCCL's model does not price "
+        "graph launches",
+        "leave out -G for NCCL, or use an RCCL scenario (nccl: {library: rccl})");
+  // How the calls reach RCCL: captured into a graph with -G, the process shape (MSCCL++ needs a process per GPU),
+  // the type and reduction, and nccl-tests' two columns (MSCCL's algorithms are in-place or out-of-place).
+  sim::NcclSettings settings = scenario.nccl;
+  settings.rccl_calls.graph_captured = settings.rccl_calls.graph_captured || options.graph_launches > 0;
+  settings.rccl_calls.process_per_gpu = run.gpus_per_process == 1;
+  settings.rccl_calls.type = options.type;
+  settings.rccl_calls.redop = options.redop;
+  sim::NcclSettings in_place_settings = settings;
+  in_place_settings.rccl_calls.in_place = true;
   // One communicator for the whole sweep, as nccl-tests creates one and calls it for every size.
-  const NcclCommunicator comm(ranks, topology, scenario.nccl);
+  const NcclCommunicator comm(ranks, topology, settings);
+  const NcclCommunicator in_place_comm(ranks, topology, in_place_settings);
   run.coupled = options.communication == "coupled" || (options.communication == "auto" && run.nranks >= kCoupledFrom);
+
+  // One column: RCCL's kernel or NCCL's (RCCL's) choice for the call, simulated.
+  auto simulate = [&](const NcclCommunicator& c, const sim::NcclSettings& with, const models::CollectiveCall& call,
+                      std::int64_t size_bytes) {
+    NcclTestsColumn col;
+    col.call = c.resolve(call, where);
+    if (c.tuning()) {
+      models::NcclTuningInput in = *c.tuning();
+      in.collective = call.kind;
+      in.bytes = call.bytes;
+      if (const auto k = models::rccl_default_kernel(in, with.rccl_calls, with.channels.max)) col.rccl_kernel = k->name;
+    }
+    const models::Schedule s = models::lower(c.lowering_input(col.call, scenario.step_overhead));
+    // Every size in a simulation of its own: nccl-tests puts a barrier between sizes, and without one the ranks that
+    // finish a size first would start the next early and its time would include the previous size's tail. SimGrid
+    // runs one engine per process, so each per-step simulation runs in a child process; coupled flows run on the
+    // replay's own event loop.
+    if (run.coupled) {
+      col.time = coupled_time(topology, scenario.sim, ranks, s, options.iters);
+    } else {
+      const auto r = run_in_child([&] {
+        Simulation sim(topology, scenario.sim);
+        const auto timings =
+            run_schedules(sim, std::vector<models::Schedule>(static_cast<std::size_t>(options.iters), s));
+        return std::vector<double>{(timings.back().end - timings.front().start).seconds() / options.iters};
+      });
+      col.time = Seconds(r.values.at(0));
+    }
+    // The issuing thread: each iteration it enqueues the calls of its GPUs; kernels queue on the streams, so back
+    // to back iterations take the longer of the GPUs and the thread (models/host_issue.hpp).
+    col.device_time = col.time;
+    if (options.host.modelled()) {
+      col.host_time = models::host_issue_time(options.host, run.gpus_per_thread, col.call.channels.value_or(1));
+      col.time = models::back_to_back_time(col.device_time, col.host_time);
+    }
+    const double t = col.time.seconds();
+    col.algbw_GBps = t > 0 ? static_cast<double>(size_bytes) / t / 1e9 : 0.0;
+    col.busbw_GBps = col.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
+    return col;
+  };
 
   for (std::int64_t size = options.min_bytes; size <= options.max_bytes;
        size = options.step_factor > 1 ? size * options.step_factor : size + options.step_bytes) {
@@ -184,40 +241,22 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     call.bytes = Bytes(static_cast<double>(row.counts.size_bytes));
     call.ranks = ranks;
     call.root = options.root;
-    row.call = comm.resolve(call, where);
-    if (run.library == models::CollectiveLibrary::Rccl && comm.tuning()) {
-      models::NcclTuningInput in = *comm.tuning();
-      in.collective = call.kind;
-      in.bytes = call.bytes;
-      const auto path = models::rccl_default_path(in);
-      if (path != models::RcclKernelPath::CostModel) row.rccl_default_path = models::to_string(path);
+    const NcclTestsColumn out = simulate(comm, settings, call, row.counts.size_bytes);
+    row.call = out.call;
+    row.time = out.time;
+    row.device_time = out.device_time;
+    row.host_time = out.host_time;
+    row.algbw_GBps = out.algbw_GBps;
+    row.busbw_GBps = out.busbw_GBps;
+    row.rccl_kernel = out.rccl_kernel;
+    // The in-place column is simulated on its own only where RCCL runs it differently.
+    row.in_place = out;
+    if (run.library == models::CollectiveLibrary::Rccl) {
+      const models::CollectiveCall in_place = in_place_comm.resolve(call, where);
+      if (in_place.algorithm != out.call.algorithm || in_place.protocol != out.call.protocol ||
+          in_place.channels != out.call.channels)
+        row.in_place = simulate(in_place_comm, in_place_settings, call, row.counts.size_bytes);
     }
-    const models::Schedule s = models::lower(comm.lowering_input(row.call, scenario.step_overhead));
-    // Every size in a simulation of its own: nccl-tests puts a barrier between sizes, and without one the ranks that
-    // finish a size first would start the next early and its time would include the previous size's tail. SimGrid
-    // runs one engine per process, so each per-step simulation runs in a child process; coupled flows run on the
-    // replay's own event loop.
-    if (run.coupled) {
-      row.time = coupled_time(topology, scenario.sim, ranks, s, options.iters);
-    } else {
-      const auto r = run_in_child([&] {
-        Simulation sim(topology, scenario.sim);
-        const auto timings =
-            run_schedules(sim, std::vector<models::Schedule>(static_cast<std::size_t>(options.iters), s));
-        return std::vector<double>{(timings.back().end - timings.front().start).seconds() / options.iters};
-      });
-      row.time = Seconds(r.values.at(0));
-    }
-    // The issuing thread: each iteration it enqueues the calls of its GPUs; kernels queue on the streams, so back
-    // to back iterations take the longer of the GPUs and the thread (models/host_issue.hpp).
-    row.device_time = row.time;
-    if (options.host.modelled()) {
-      row.host_time = models::host_issue_time(options.host, run.gpus_per_thread, row.call.channels.value_or(1));
-      row.time = models::back_to_back_time(row.device_time, row.host_time);
-    }
-    const double t = row.time.seconds();
-    row.algbw_GBps = t > 0 ? static_cast<double>(row.counts.size_bytes) / t / 1e9 : 0.0;
-    row.busbw_GBps = row.algbw_GBps * models::busbw_factor(options.kind, run.nranks);
     run.rows.push_back(std::move(row));
     if (size == 0 && options.step_factor > 1) break;
     // Stop before the next step passes -e: computing it could overflow the integer and wrap below -e.
@@ -241,9 +280,10 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
         << models::nccl_constants().version << " cost model\n";
   out << "# Collective test starting: " << program << "\n";
   out << fmt::format("# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: 0 iters: {} agg iters: "
-                     "1 validation: 1 graph: 0\n",
+                     "1 validation: 1 graph: {}\n",
                      o.threads, run.gpus_per_thread, o.min_bytes, o.max_bytes,
-                     o.step_factor > 1 ? o.step_factor : o.step_bytes, o.step_factor > 1 ? "factor" : "bytes", o.iters);
+                     o.step_factor > 1 ? o.step_factor : o.step_bytes, o.step_factor > 1 ? "factor" : "bytes", o.iters,
+                     o.graph_launches);
   out << "#\n";
   // rccl-tests prints its version on a line of its own, without '#' (ROCm/rccl-tests src/common.cu; the logs in
   // tests/calibration/data).
@@ -277,10 +317,11 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
   for (const auto& row : run.rows) {
     out << fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", row.counts.size_bytes, row.counts.count, o.type, redop,
                        root);
-    for (int half = 0; half < 2; ++half) {
-      out << fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:5d}", time_str(row.time.seconds() * 1e6), row.algbw_GBps,
-                         row.busbw_GBps, 0);
-      bus_sum += row.busbw_GBps;
+    for (const auto& [time, algbw, busbw] :
+         {std::tuple{row.time, row.algbw_GBps, row.busbw_GBps},
+          std::tuple{row.in_place.time, row.in_place.algbw_GBps, row.in_place.busbw_GBps}}) {
+      out << fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:5d}", time_str(time.seconds() * 1e6), algbw, busbw, 0);
+      bus_sum += busbw;
       ++bus_count;
     }
     out << "\n";
@@ -296,22 +337,38 @@ void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::str
     out << fmt::format("# Railyard: each thread issues {} call(s) per iteration at {:g} us per call + {:g} us per "
                        "channel; sizes marked 'host-bound' are timed by the thread\n",
                        run.gpus_per_thread, o.host.per_call.seconds() * 1e6, o.host.per_channel.seconds() * 1e6);
-  out << fmt::format("# Railyard: {}'s choice per size (algorithm/protocol, channels):\n", rccl ? "RCCL" : "NCCL");
+  out << fmt::format("# Railyard: {}'s choice per size (algorithm/protocol, channels{}):\n", rccl ? "RCCL" : "NCCL",
+                     rccl ? "; the kernel RCCL runs before its cost model, where it does" : "");
   const bool p2p = o.kind == models::CollectiveKind::AllToAll || o.kind == models::CollectiveKind::SendRecv;
-  for (const auto& row : run.rows)
-    out << fmt::format(
-        "#   {:>12} B  {}/{}  {} {}{}{}\n", row.counts.size_bytes,
-        p2p ? std::string("p2p") : models::nccl_name(*row.call.algorithm), models::nccl_name(*row.call.protocol),
-        row.call.channels.value_or(0), p2p ? "p2p channels at once" : "channels",
-        host ? fmt::format("  device {:.2f} us, thread {:.2f} us{}", row.device_time.seconds() * 1e6,
-                           row.host_time.seconds() * 1e6, row.host_time > row.device_time ? "  host-bound" : "")
-             : "",
-        row.rccl_default_path.empty()
-            ? std::string()
-            : fmt::format(
-                  "  (RCCL runs this size on {} by default, which is not modelled; this row is RCCL's cost-model "
-                  "path, as with RCCL_MSCCL_ENABLE=0 RCCL_MSCCLPP_ENABLE=0)",
-                  row.rccl_default_path));
+  // What one column ran: "Ring/LL 56 channels", an RCCL kernel with its name, p2p rounds.
+  auto choice = [&](const models::CollectiveCall& call, const std::string& kernel) {
+    const bool msccl =
+        call.algorithm == models::Algorithm::MscclAllPairs || call.algorithm == models::Algorithm::Mscclpp;
+    return fmt::format("{}/{}  {} {}{}", p2p && !msccl ? std::string("p2p") : models::nccl_name(*call.algorithm),
+                       models::nccl_name(*call.protocol), call.channels.value_or(0),
+                       p2p && !msccl ? "p2p channels at once" : "channels",
+                       kernel.empty() ? std::string() : fmt::format("  ({})", kernel));
+  };
+  for (const auto& row : run.rows) {
+    out << fmt::format("#   {:>12} B  {}{}", row.counts.size_bytes, choice(row.call, row.rccl_kernel),
+                       host ? fmt::format("  device {:.2f} us, thread {:.2f} us{}", row.device_time.seconds() * 1e6,
+                                          row.host_time.seconds() * 1e6,
+                                          row.host_time > row.device_time ? "  host-bound" : "")
+                            : "");
+    const auto& ip = row.in_place;
+    if (ip.call.algorithm != row.call.algorithm || ip.call.protocol != row.call.protocol ||
+        ip.call.channels != row.call.channels)
+      out << fmt::format("; in-place {}", choice(ip.call, ip.rccl_kernel));
+    out << "\n";
+  }
+  const bool kernels = std::any_of(run.rows.begin(), run.rows.end(), [](const NcclTestsRow& r) {
+    return !r.rccl_kernel.empty() || !r.in_place.rccl_kernel.empty();
+  });
+  if (kernels)
+    out << fmt::format("# Railyard: RCCL runs the sizes named with a kernel on MSCCL / MSCCL++ before its cost model "
+                       "(src/collectives.cc mscclEnqueueCheck){}; nccl.msccl: false (RCCL_MSCCL_ENABLE=0) or "
+                       "nccl.mscclpp: false (RCCL_MSCCLPP_ENABLE=0) in the scenario turns them off\n",
+                       run.algo_env || run.proto_env ? ", which NCCL_ALGO and NCCL_PROTO do not reach" : "");
 }
 
 } // namespace railyard::scenario

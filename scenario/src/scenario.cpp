@@ -630,6 +630,7 @@ void check_library(Scenario& sc, const std::optional<InputLocation>& library_whe
 Scenario parse_scenario(const YamlNode& root, bool collectives_required, const std::string& paths_from)
 {
   std::optional<InputLocation> library_where, system_where;
+  std::vector<std::pair<const char*, InputLocation>> rccl_keys; // nccl.msccl, nccl.mscclpp, nccl.graph_capture given
   root.expect_keys(
       {"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile", "workload", "jobs"});
   Scenario sc;
@@ -652,8 +653,8 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
   }
   if (auto net = root.get("network")) parse_network(*net, sc.sim, sc.records);
   if (auto nc = root.get("nccl")) {
-    nc->expect_keys(
-        {"step_overhead", "library", "system", "algo", "proto", "latencies", "min_channels", "max_channels"});
+    nc->expect_keys({"step_overhead", "library", "system", "algo", "proto", "latencies", "min_channels", "max_channels",
+                     "msccl", "mscclpp", "graph_capture"});
     sc.nccl.where = nc->where();
     if (auto o = nc->get("step_overhead")) {
       sc.step_overhead = o->as_seconds();
@@ -694,6 +695,13 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
     };
     channel_limit("min_channels", sc.nccl.channels.min);
     channel_limit("max_channels", sc.nccl.channels.max);
+    // RCCL_MSCCL_ENABLE, RCCL_MSCCLPP_ENABLE, and whether the calls are captured into a HIP graph (MSCCL++ runs only
+    // then): RCCL's default path on one 8x MI300X node (models/rccl_tuning.hpp rccl_default_kernel).
+    for (const char* key : {"msccl", "mscclpp", "graph_capture"})
+      if (auto v = nc->get(key)) rccl_keys.emplace_back(key, v->where());
+    sc.nccl.rccl_calls.msccl = nc->bool_or("msccl", true);
+    sc.nccl.rccl_calls.mscclpp = nc->bool_or("mscclpp", true);
+    sc.nccl.rccl_calls.graph_captured = nc->bool_or("graph_capture", false);
   }
   // A profile's links are measured rates, below the NVLink line rate NCCL's model keys the generation on (an H200's
   // 367 GB/s is nearer A100's 300 than H100's 450 by ratio), so the profile's GPU model names the system instead.
@@ -702,6 +710,15 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
     if (!sc.nccl.system.empty()) sc.nccl.system_from = "profile";
   }
   check_library(sc, library_where, system_where);
+  if (sc.nccl.library != models::CollectiveLibrary::Rccl && !rccl_keys.empty()) {
+    InputLocation w = rccl_keys.front().second;
+    w.field = std::string("nccl.") + rccl_keys.front().first;
+    throw InputError(w,
+                     fmt::format("nccl.{} sets how RCCL takes calls (its MSCCL / MSCCL++ kernels on one AMD MI300X "
+                                 "node), and this scenario runs NCCL",
+                                 rccl_keys.front().first),
+                     "remove the key, or use nccl: {library: rccl} on a fully connected MI300X node");
+  }
   if (!collectives_required && !root.has("collectives")) return sc;
   if (auto jobs = root.get("jobs")) {
     if (root.has("collectives") || root.has("workload"))

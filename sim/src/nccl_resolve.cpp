@@ -230,6 +230,20 @@ models::CollectiveCall NcclCommunicator::resolve(const models::CollectiveCall& c
     return w;
   };
 
+  // RCCL's default path (src/collectives.cc -> mscclEnqueueCheck) takes some calls before its cost model: MSCCL /
+  // MSCCL++ on one 8x MI300X node. A call's own algorithm, protocol or channels ask for the cost model's path.
+  if (tuning_ && !call.algorithm && !call.protocol && !call.channels) {
+    models::NcclTuningInput in = *tuning_;
+    in.collective = call.kind;
+    in.bytes = call.bytes;
+    if (const auto kernel = models::rccl_default_kernel(in, settings.rccl_calls, settings.channels.max)) {
+      out.algorithm = kernel->algorithm;
+      out.protocol = kernel->protocol;
+      out.channels = kernel->channels;
+      return out;
+    }
+  }
+
   if (is_p2p(call.kind)) {
     if (call.algorithm || call.protocol)
       throw InputError(field(call.algorithm ? "algorithm" : "protocol"),
@@ -361,6 +375,7 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
     costs = models::nccl_lowering_costs(algorithm, protocol, node.compute_capability, nranks);
   }
   li.costs.nvls_efficiency = costs.nvls_efficiency;
+  li.costs.link_efficiency = costs.link_efficiency;
   if (!latencies) return li;
   // NCCL's hwLat is the whole latency of a hop, wire included. The simulator charges the wire through the topology's
   // link latencies, so a step's overhead is what NCCL's number adds beyond the path (none when the path alone is

@@ -2,8 +2,11 @@
 // mesh's closed forms: a ring moves its bytes over one direct link per hop, so k ring channels reach k x the link
 // rate divided by how many of them share their busiest link (counted here from the ring orders RCCL's rome_model_79
 // lists, quoted from ROCm/rccl src/graph/rome_models.cc at commit 0cbce2a7); an all-pairs alltoall uses all seven
-// links of a GPU at once. Bad combinations of node and library exit 2 naming the field.
+// links of a GPU at once. Up to 16 MiB, RCCL's default path runs MSCCL's XML algorithms or (graph-captured) MSCCL++
+// instead of its cost model's pick: which one, from RCCL's source, and their time from their data movement. Bad
+// combinations of node and library, and RCCL's switches on NVIDIA, exit 2 naming the field.
 #include "cli_support.hpp"
+#include "railyard/models/rccl_tuning.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -90,6 +93,33 @@ double busbw_of(const CliResult& r, long long size)
   return 0;
 }
 
+// What the notes under the table say one size ran: "MSCCL/LL  4 channels  (allreduce-...xml)", "Ring/Simple  56
+// channels", with "; in-place ..." where that column ran something else.
+std::string choice_of(const CliResult& r, long long size)
+{
+  const std::regex note(fmt::format(R"(^#\s+{} B  (.*)$)", size));
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, note)) return m[1];
+  }
+  ADD_FAILURE() << "no note for " << size << " B in\n" << r.output;
+  return "";
+}
+
+// Out-of-place and in-place time (us) of the row of `size`.
+std::pair<double, double> times_of(const CliResult& r, long long size)
+{
+  const std::regex row(fmt::format(R"(^\s*{}\s+\d+\s+\S+\s+\S+\s+-?\d+\s+(\S+)\s+\S+\s+\S+\s+\d+\s+(\S+))", size));
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) return {std::stod(m[1]), std::stod(m[2])};
+  }
+  ADD_FAILURE() << "no row of " << size << " B in\n" << r.output;
+  return {0, 0};
+}
+
 } // namespace
 
 TEST(Mi300xCli, RingChannelsReachTheLinksTheirOrdersUse)
@@ -155,14 +185,124 @@ TEST(Mi300xCli, TableIsRcclTestsWithRcclsChoiceAndItsDefaultPaths)
   EXPECT_NE(r.out.find("RCCL version 2.21.5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("device  7 [0000:00:00] AMD Instinct MI300X"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("RCCL's choice per size"), std::string::npos) << r.out;
-  // RCCL 2.21.5 sends out-of-place all_reduce of 524288 to 16777216 bytes to MSCCL's allpairs algorithm on this node
-  // (MSCCL++ only takes calls captured into a HIP graph), above it not.
-  const auto at = r.out.find("1048576 B  ");
-  ASSERT_NE(at, std::string::npos) << r.out;
-  EXPECT_NE(r.out.substr(at, r.out.find('\n', at) - at).find("MSCCL by default"), std::string::npos) << r.out;
-  const auto big = r.out.find("67108864 B  ");
-  ASSERT_NE(big, std::string::npos) << r.out;
-  EXPECT_EQ(r.out.substr(big, r.out.find('\n', big) - big).find("by default"), std::string::npos) << r.out;
+  // RCCL 2.21.5 runs out-of-place all_reduce of 524288 to 16777216 bytes on MSCCL's
+  // allreduce-allpairs-8n-simple-op.xml (proto="Simple" nchannels="8") on this node, above it its cost model.
+  EXPECT_EQ(choice_of(r, 1 << 20), "MSCCL/Simple  8 channels  (allreduce-allpairs-8n-simple-op.xml)") << r.out;
+  EXPECT_EQ(choice_of(r, 64 << 20), "Ring/Simple  56 channels") << r.out;
+}
+
+TEST(Mi300xCli, EachSizeRunsTheKernelRcclsDefaultPathTakes)
+{
+  // ROCm/rccl 0cbce2a7: out-of-place float all_reduce of 1 KiB to 64 KiB takes allreduce-allpairs-8n-ll-32tb-op.xml
+  // (proto="LL" nchannels="4", maxBytes 65536), 4 MiB allreduce-allpairs-8n-simple-op.xml (Simple, 8 channels), 64 MiB
+  // none (the cost model: Ring/Simple on rome_model_79's 56 channels). MSCCL++ allreduce7 only for calls captured in a
+  // graph (-G) from processes of one GPU each (mscclEnqueueCheck, mscclppCommCompatible).
+  const fs::path p = write_scenario("paths", "nccl: {library: rccl}\n");
+  const CliResult r = run_cli(fmt::format("nccl-tests --scenario {} -b 64K -e 4M -f 64", p.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(choice_of(r, 64 << 10), "MSCCL/LL  4 channels  (allreduce-allpairs-8n-ll-32tb-op.xml)") << r.out;
+  EXPECT_EQ(choice_of(r, 4 << 20), "MSCCL/Simple  8 channels  (allreduce-allpairs-8n-simple-op.xml)") << r.out;
+  const CliResult big = run_cli(fmt::format("nccl-tests --scenario {} -b 64M -e 64M", p.string()));
+  ASSERT_EQ(big.exit_code, 0) << big.output;
+  EXPECT_EQ(choice_of(big, 64 << 20), "Ring/Simple  56 channels") << big.out;
+  const CliResult graph =
+      run_cli(fmt::format("nccl-tests --scenario {} -b 64K -e 64K -G 1 --process-per-gpu", p.string()));
+  ASSERT_EQ(graph.exit_code, 0) << graph.output;
+  EXPECT_NE(graph.out.find("graph: 1"), std::string::npos) << graph.out;
+  EXPECT_EQ(choice_of(graph, 64 << 10), "MSCCL++/LL  1 channels  (allreduce7)") << graph.out;
+  // One process driving the 8 GPUs (nccl-tests -g 8, Railyard's default shape): no MSCCL++, MSCCL instead.
+  const CliResult one_process = run_cli(fmt::format("nccl-tests --scenario {} -b 64K -e 64K -G 1", p.string()));
+  ASSERT_EQ(one_process.exit_code, 0) << one_process.output;
+  EXPECT_EQ(choice_of(one_process, 64 << 10), "MSCCL/LL  4 channels  (allreduce-allpairs-8n-ll-32tb-op.xml)");
+  // In-place all_reduce of 12 MiB: allreduce-allpairs-8n-simple.xml stops at 11534336 and simple_2.xml starts at
+  // 14680065, so RCCL's in-place column runs its cost model while out-of-place runs MSCCL.
+  const CliResult gap = run_cli(fmt::format("nccl-tests --scenario {} -b 12M -e 12M", p.string()));
+  ASSERT_EQ(gap.exit_code, 0) << gap.output;
+  EXPECT_EQ(choice_of(gap, 12 << 20),
+            "MSCCL/Simple  8 channels  (allreduce-allpairs-8n-simple-op.xml); in-place Ring/Simple  56 channels")
+      << gap.out;
+  const auto [out_us, in_us] = times_of(gap, 12 << 20);
+  EXPECT_NE(out_us, in_us) << gap.out;
+}
+
+TEST(Mi300xCli, MscclAllPairsTakesRcclsLatenciesAndTwoEighthsPerLink)
+{
+  // allreduce-allpairs-8n-simple-op.xml moves 2 x S / 8 over every directed link in two all-pairs steps, at the
+  // share e of the link its sends reach (models/data/rccl_kernels_mi300x.inc, fitted). With RCCL's costs for its
+  // kernels, baseLat[Ring][Simple] = 17 us once and hwLat[NVLINK][Ring][Simple] = 2.1 us (tuning model 5) per step
+  // (above the path's 0.7 us, so the hop costs 2.1 us in all):
+  //   time = 17 + 2 x (2.1 + (S / 8) / (e x 48 GB/s)) us;
+  // without latencies (nccl.latencies: false) only the path's 0.7 us per step remains: as S grows the time tends to
+  // S / 4 / (e x 48 GB/s).
+  const double e = railyard::models::rccl_kernel_constants().msccl_link_efficiency_simple;
+  const double s = 16.0 * (1 << 20);
+  const double data_us = s / 8 / (e * kLinkGBps * 1e9) * 1e6;
+  const fs::path p = write_scenario("closed", "nccl: {library: rccl}\n");
+  const CliResult r = run_cli(fmt::format("nccl-tests --scenario {} -b 16M -e 16M", p.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NEAR(times_of(r, 16 << 20).first, 17 + 2 * (2.1 + data_us), 0.2) << r.out;
+  const fs::path bare = write_scenario("bare", "nccl: {library: rccl, latencies: false}\n");
+  const CliResult b = run_cli(fmt::format("nccl-tests --scenario {} -b 16M -e 16M", bare.string()));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NEAR(times_of(b, 16 << 20).first, 2 * (0.7 + data_us), 0.2) << b.out;
+  // MSCCL++ allreduce7 (-G 1, a process per GPU) at 512 KiB: the fitted launch L and two LL8 steps of S / 8 at 2 wire
+  // bytes per data byte, each after the path's 0.7 us: L + 2 x (0.7 + 2 x (S / 8) / (e++ x 48 GB/s)).
+  const auto& k = railyard::models::rccl_kernel_constants();
+  const double s2 = 512.0 * 1024;
+  const CliResult g =
+      run_cli(fmt::format("nccl-tests --scenario {} -b 512K -e 512K -G 1 --process-per-gpu", p.string()));
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_NEAR(times_of(g, 512 << 10).first,
+              k.mscclpp_launch_us + 2 * (0.7 + 2 * s2 / 8 / (k.mscclpp_link_efficiency_ll * kLinkGBps * 1e9) * 1e6),
+              0.05)
+      << g.out;
+}
+
+TEST(Mi300xCli, MscclSwitchesAndTheirRefusalOnNvidia)
+{
+  // nccl.msccl: false is RCCL_MSCCL_ENABLE=0: the cost model's pick at every size (and no MSCCL++, which RCCL starts
+  // only with MSCCL on). nccl.mscclpp: false is RCCL_MSCCLPP_ENABLE=0: MSCCL still takes what MSCCL++ would.
+  const fs::path off = write_scenario("msccl_off", "nccl: {library: rccl, msccl: false}\n");
+  const CliResult r =
+      run_cli(fmt::format("nccl-tests --scenario {} -b 64K -e 4M -f 64 -G 1 --process-per-gpu", off.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(choice_of(r, 64 << 10).find("MSCCL"), std::string::npos) << r.out;
+  EXPECT_EQ(choice_of(r, 4 << 20), "Ring/Simple  56 channels") << r.out;
+  const fs::path pp_off = write_scenario("mscclpp_off", "nccl: {library: rccl, mscclpp: false}\n");
+  const CliResult pp =
+      run_cli(fmt::format("nccl-tests --scenario {} -b 64K -e 64K -G 1 --process-per-gpu", pp_off.string()));
+  ASSERT_EQ(pp.exit_code, 0) << pp.output;
+  EXPECT_EQ(choice_of(pp, 64 << 10), "MSCCL/LL  4 channels  (allreduce-allpairs-8n-ll-32tb-op.xml)") << pp.out;
+  // nccl.graph_capture: true stands for calls captured into a graph (a scenario's, or -G).
+  const fs::path captured = write_scenario("captured", "nccl: {library: rccl, graph_capture: true}\n");
+  const CliResult c =
+      run_cli(fmt::format("nccl-tests --scenario {} -b 64K -e 64K --process-per-gpu", captured.string()));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(choice_of(c, 64 << 10), "MSCCL++/LL  1 channels  (allreduce7)") << c.out;
+  // NCCL_ALGO does not reach RCCL's default path (mscclEnqueueCheck runs before ncclTopoTuneModel reads it).
+  const CliResult algo = run_cli(fmt::format("nccl-tests --scenario {} -b 4M -e 4M --algo ring",
+                                             write_scenario("algo", "nccl: {library: rccl}\n").string()));
+  ASSERT_EQ(algo.exit_code, 0) << algo.output;
+  EXPECT_EQ(choice_of(algo, 4 << 20), "MSCCL/Simple  8 channels  (allreduce-allpairs-8n-simple-op.xml)") << algo.out;
+  // A call's own algorithm asks for the cost model's path.
+  const fs::path forced = write_scenario("forced", "nccl: {library: rccl}\n", ", algorithm: ring");
+  const CliResult run =
+      run_cli(fmt::format("run {} --out {}", forced.string(), (forced.parent_path() / "forced_out").string()));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(std::regex_search(run.out, std::regex(R"(all_reduce\s+8\s+Ring\s+Simple\s+56\s)"))) << run.out;
+  // On NVIDIA (NCCL) the keys and -G name themselves and exit 2.
+  for (const std::string key : {"msccl: false", "mscclpp: false", "graph_capture: true"}) {
+    const fs::path h100 = write_scenario("h100_" + key.substr(0, key.find(':')),
+                                         fmt::format("nccl: {{system: dgx_h100, {}}}\n", key), "", "nvswitch");
+    const CliResult refused = run_cli(fmt::format("nccl-tests --scenario {} -b 1M -e 1M", h100.string()));
+    EXPECT_EQ(refused.exit_code, 2) << key << "\n" << refused.output;
+    EXPECT_NE(refused.output.find("nccl." + key.substr(0, key.find(':'))), std::string::npos) << refused.output;
+    EXPECT_NE(refused.output.find("runs NCCL"), std::string::npos) << refused.output;
+  }
+  const fs::path h100 = write_scenario("h100", "nccl: {system: dgx_h100}\n", "", "nvswitch");
+  const CliResult g = run_cli(fmt::format("nccl-tests --scenario {} -b 1M -e 1M -G 1", h100.string()));
+  EXPECT_EQ(g.exit_code, 2) << g.output;
+  EXPECT_NE(g.output.find("-G/--cudagraph"), std::string::npos) << g.output;
 }
 
 TEST(Mi300xCli, TopoDescribeCountsTheMesh)

@@ -25,8 +25,11 @@ struct NcclTestsOptions {
   std::vector<int> ranks;                    ///< GPUs taking part, in rank order; empty: all of the cluster
   int root = 0;                              ///< -r (broadcast, reduce)
   std::string type = "float";                ///< -d
-  std::string redop = "sum";                 ///< nccl-tests -o (printed only)
-  int iters = 1;                             ///< calls per size, back to back; the time is their average
+  std::string redop = "sum";                 ///< nccl-tests -o (RCCL: decides MSCCL / MSCCL++ with -d)
+  /// nccl-tests -G: graph launches per size, the calls captured into a CUDA / HIP graph (0: plain launches). Only
+  /// RCCL's choice reads it: MSCCL++ takes captured calls alone (models/rccl_tuning.hpp rccl_default_kernel).
+  int graph_launches = 0;
+  int iters = 1; ///< calls per size, back to back; the time is their average
   /// How the calls move: "flows" (every transfer of the lowered schedule on the scenario's network), "coupled" (each
   /// channel one fluid flow: sim::CommModel::Coupled) or "auto": coupled from kCoupledFrom ranks on, where per-step
   /// flows take minutes per size (a 1 GiB all-reduce on 1,024 GPUs is 33.5 M transfers), and flows below.
@@ -55,16 +58,29 @@ struct NcclTestsCounts {
 };
 NcclTestsCounts nccl_tests_counts(models::CollectiveKind kind, std::int64_t bytes, int type_size, int nranks);
 
-struct NcclTestsRow {
-  NcclTestsCounts counts;
-  models::CollectiveCall call; ///< as run: NCCL's algorithm, protocol and channels for it
+/// One column of a row: nccl-tests' out-of-place or in-place call.
+struct NcclTestsColumn {
+  models::CollectiveCall call; ///< as run: NCCL's (RCCL's) algorithm, protocol and channels for it
   Seconds time{0};             ///< per call: the longer of the device and the issuing thread
   Seconds device_time{0};      ///< the simulated collective
   Seconds host_time{0};        ///< the issuing thread per iteration (0 when options.host is zero)
   double algbw_GBps = 0, busbw_GBps = 0;
-  /// RCCL only: where RCCL sends this call by default before its cost model is asked ("MSCCL++", "MSCCL"; empty: the
-  /// cost model's pick, which is what the row simulates).
-  std::string rccl_default_path;
+  /// RCCL only: the kernel RCCL runs before its cost model is asked, as simulated: MSCCL's XML file
+  /// ("allreduce-allpairs-8n-simple-op.xml") or MSCCL++'s kernel ("allreduce7"); empty: the cost model's pick.
+  std::string rccl_kernel;
+};
+
+struct NcclTestsRow {
+  NcclTestsCounts counts;
+  models::CollectiveCall call; ///< out-of-place, as run: NCCL's algorithm, protocol and channels for it
+  Seconds time{0};             ///< out-of-place, per call: the longer of the device and the issuing thread
+  Seconds device_time{0};      ///< the simulated collective
+  Seconds host_time{0};        ///< the issuing thread per iteration (0 when options.host is zero)
+  double algbw_GBps = 0, busbw_GBps = 0;
+  std::string rccl_kernel; ///< out-of-place: NcclTestsColumn::rccl_kernel
+  /// The in-place call: the out-of-place one's numbers, except where RCCL runs it differently (MSCCL's algorithms are
+  /// in-place or out-of-place; in-place all_reduce of 11 to 14 MiB has none), when it is simulated on its own.
+  NcclTestsColumn in_place;
 };
 
 /// Where one rank runs, as nccl-tests' "#  Rank N ... on HOST device D" line names it.
@@ -97,8 +113,9 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
 /// node), the lines NCCL prints with NCCL_DEBUG=INFO when NCCL_PROTO / NCCL_ALGO are set (src/graph/tuning.cc:
 /// "NCCL_PROTO set by environment to %s", "NCCL_ALGO set by environment to %s", once per rank, each with NCCL's
 /// "host:pid:tid [device] NCCL INFO " prefix), the column header, one row per size with
-/// out-of-place and in-place results (the simulator times both alike, #wrong 0: it moves no wrong data), and the
-/// footer with the average bus bandwidth. Railyard's own notes (NCCL's choice per size) follow the footer as
+/// out-of-place and in-place results (alike unless RCCL runs the in-place call on another kernel; #wrong 0: it moves
+/// no wrong data), and the footer with the average bus bandwidth. Railyard's own notes (NCCL's choice per size, the
+/// MSCCL / MSCCL++ kernel RCCL runs it on where it does, the in-place column's where it differs) follow the footer as
 /// comment lines.
 void print_nccl_tests(std::ostream& out, const NcclTestsRun& run, const std::string& scenario_name);
 

@@ -6,6 +6,7 @@
 #include "railyard/common/error.hpp"
 #include "railyard/models/lowering.hpp"
 #include "railyard/models/nccl_tuning.hpp"
+#include "railyard/models/rccl_tuning.hpp"
 #include "railyard/topologies/topology.hpp"
 
 #include <array>
@@ -33,6 +34,9 @@ struct NcclSettings {
   /// nccl.library: NCCL (NVIDIA) or RCCL (AMD), or what the system implies (mi300x: RCCL). RCCL's cost model, rings
   /// and costs then come from models/rccl_tuning.hpp.
   models::CollectiveLibrary library = models::CollectiveLibrary::Nccl;
+  /// RCCL only: how calls reach it (nccl.msccl, nccl.mscclpp, nccl.graph_capture; railyard nccl-tests -G, -d, -o and
+  /// its in-place column), which decides whether RCCL's MSCCL / MSCCL++ kernels take a call (rccl_default_kernel).
+  models::RcclCallMode rccl_calls;
 };
 
 /// The systems NCCL's cost model is given here, spelled once: the name a scenario's `nccl.system` uses, the GPU
@@ -76,9 +80,11 @@ std::optional<models::NcclTuningInput> nccl_input(const models::CollectiveCall& 
 /// Fills in algorithm, protocol and channels as NCCL would: NCCL_ALGO / NCCL_PROTO (the scenario's `nccl:` section
 /// and the call's own `algorithm` / `protocol`, which act like NCCL_ALGO / NCCL_PROTO for this call alone) restrict
 /// NCCL's cost table, the cheapest entry wins and NCCL's channel trimming for small messages applies; `channels`
-/// overrides the count. A request NCCL cannot run is an InputError at `where` naming the collective, the algorithm
-/// and why. alltoall and sendrecv are grouped p2p in NCCL: protocol LL up to 16 KiB per transfer, else Simple, on
-/// half the p2p channels (each peer takes two).
+/// overrides the count. With RCCL, the kernels RCCL takes first (MSCCL / MSCCL++ on one 8x MI300X node:
+/// models::rccl_default_kernel with settings.rccl_calls) win unless the call names its own algorithm, protocol or
+/// channels; NCCL_ALGO / NCCL_PROTO do not reach them, as in RCCL. A request NCCL cannot run is an InputError at
+/// `where` naming the collective, the algorithm and why. alltoall and sendrecv are grouped p2p in NCCL: protocol LL up
+/// to 16 KiB per transfer, else Simple, on half the p2p channels (each peer takes two).
 models::CollectiveCall resolve_call(const models::CollectiveCall& call, const topo::Topology& topology,
                                     const NcclSettings& settings, const InputLocation& where);
 
