@@ -1107,7 +1107,13 @@ LoweringCosts rccl_lowering_costs(Algorithm a, Protocol p, int nranks, int nnode
           std::max(intra, k().net_overhead_amd_us * (p == Protocol::Simple ? k().net_overhead_simple_multiplier : 1.0));
     c.launch = Seconds(k().base_latency_us[ai][pi] * to_s);
     c.intra_hop = Seconds(intra * to_s);
-    c.inter_hop = Seconds(m.hw_latency_us[kHwNet][ai][pi] * to_s);
+    // A network hop's latency is tuning model 0's (RCCL's generic table), whatever model chose the algorithm:
+    // tuning model 5's NET entry for Ring/Simple (320 us, against 15.1 us in model 0 and 14 us in NCCL) is a weight
+    // that steers RCCL's choice to Tree at mid sizes, not a time a hop takes. RCCL runs every all_gather and
+    // reduce_scatter across nodes as Ring/Simple, and with 320 us per hop a 2-node all_gather of 4 MiB would take
+    // 1.6 ms (busbw 2.4 GB/s); the 2-node rccl-tests ring sweep (AAC10, fit half: 512 MiB 3096 us, 1 GiB 5908 us)
+    // leaves a few hundred microseconds for all of a call's latency (models/README.md, "RCCL cost model").
+    c.inter_hop = Seconds(k().tuning_models[kNoRomeTuningModel].hw_latency_us[kHwNet][ai][pi] * to_s);
     break;
   }
   case Algorithm::MscclAllPairs:

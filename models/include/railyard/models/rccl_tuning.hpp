@@ -148,8 +148,9 @@ NcclTuningInput rccl_make_input(const NodeSpec& node, int nnodes, int ranks_per_
 std::vector<std::vector<int>> rccl_ring_orders(const NodeSpec& node, int nnodes, int host = 0);
 
 /// RCCL's fixed costs for the lowering, as nccl_lowering_costs gives NCCL's: launch = baseLat[a][p], intra_hop =
-/// hwLat[NVLINK][a][p] (hwLat[PCI] with one GPU per node, whose graph is PATH_LOC) and inter_hop = hwLat[NET][a][p]
-/// of rcclTuningModel[tuning_model]; a ring across nodes pays at least the network post overhead per intra-node hop
+/// hwLat[NVLINK][a][p] (hwLat[PCI] with one GPU per node, whose graph is PATH_LOC) of rcclTuningModel[tuning_model]
+/// and inter_hop = hwLat[NET][a][p] of tuning model 0 (model 5's 320 us for Ring/Simple is a weight of RCCL's choice,
+/// not a hop's latency: see the .cpp); a ring across nodes pays at least the network post overhead per intra-node hop
 /// (AMD EPYC host: 2 us, x3 for Simple), as RCCL's model does. The four-argument form takes tuning model 5 for whole
 /// 8-GPU nodes (nranks = 8 x nnodes: rome_model_79 / rome_model_81) and 0 otherwise (no rome model matched).
 /// MscclAllPairs (MSCCL's kernel moves data through RCCL's Primitives): launch baseLat[Ring][p], intra_hop
