@@ -283,6 +283,9 @@ int main(int argc, char** argv)
         t = std::stoi(m[1]);
       o.process_per_gpu = g * t == 1;
       o.threads = t;
+      // -G N: the calls captured into a graph (RCCL runs MSCCL++ only for those).
+      if (std::smatch m; std::regex_search(flags, m, std::regex(R"((?:^|\s)(?:-G|--cudagraph)\s+(\d+))")))
+        o.graph_launches = std::stoi(m[1]);
       scn::NcclTestsRun run;
       try {
         // As `railyard nccl-tests --algo/--proto` applies them.
@@ -306,13 +309,20 @@ int main(int argc, char** argv)
         ++left_out["size not reproduced (nccl-tests rounds it to whole elements per rank)"];
         continue;
       }
-      const auto& row = run.rows[0];
+      // Rows the source prints in-place only are compared with the in-place column (RCCL may run it differently).
+      const bool in_place = p.at("flag").find("in_place_only") != std::string::npos;
+      const scn::NcclTestsColumn row =
+          in_place ? run.rows[0].in_place
+                   : scn::NcclTestsColumn{run.rows[0].call,       run.rows[0].time,       run.rows[0].device_time,
+                                          run.rows[0].host_time,  run.rows[0].algbw_GBps, run.rows[0].busbw_GBps,
+                                          run.rows[0].rccl_kernel};
       Result r;
       r.point = &p;
       r.held_out = held_out(p.at("id"), seed);
       // alltoall and sendrecv run as point-to-point transfers, whatever algorithm the call carries; named "p2p" as
-      // `railyard nccl-tests` prints them.
-      const bool p2p = o.kind == models::CollectiveKind::AllToAll || o.kind == models::CollectiveKind::SendRecv;
+      // `railyard nccl-tests` prints them. RCCL's MSCCL alltoall on one MI300X node is a kernel of its own.
+      const bool p2p = (o.kind == models::CollectiveKind::AllToAll || o.kind == models::CollectiveKind::SendRecv) &&
+                       row.call.algorithm != models::Algorithm::MscclAllPairs;
       r.algorithm = fmt::format("{}/{}", p2p ? std::string("p2p") : models::to_string(*row.call.algorithm),
                                 models::to_string(*row.call.protocol));
       r.by_time = time_us > 0;
