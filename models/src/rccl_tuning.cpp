@@ -54,17 +54,6 @@ bool is_bcast_reduce(CollectiveKind kind)
   return kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
 }
 
-// Element size of an nccl-tests type name (src/common.cu test_typenames, wordSize); 0 for an unknown name.
-int type_bytes(const std::string& type)
-{
-  static const std::pair<const char*, int> kTypes[] = {{"int8", 1},   {"uint8", 1},   {"int32", 4}, {"uint32", 4},
-                                                       {"int64", 8},  {"uint64", 8},  {"half", 2},  {"float", 4},
-                                                       {"double", 8}, {"bfloat16", 2}};
-  for (const auto& [name, size] : kTypes)
-    if (type == name) return size;
-  return 0;
-}
-
 // src/include/utils.h log2i: 0 for 0 and 1 (unlike NCCL 2.26's log2Down, which gives -1 for 0).
 int log2i(std::uint64_t n)
 {
@@ -1170,7 +1159,7 @@ std::optional<RcclKernel> rccl_default_kernel(const NcclTuningInput& in, const R
   const CollectiveKind kind = in.collective;
   // nBytes as mscclEnqueueCheck computes it: count x type size, where count is per rank for all_gather (sendcount)
   // and per peer for alltoall; in nccl-tests' size convention all_gather's and alltoall's sizes are nRanks times it.
-  const int type_size = type_bytes(mode.type);
+  const int type_size = nccl_tests_type_bytes(mode.type);
   if (type_size <= 0) return std::nullopt;
   const double per_call =
       kind == CollectiveKind::AllGather || kind == CollectiveKind::AllToAll ? bytes / in.nranks : bytes;

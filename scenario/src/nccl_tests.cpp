@@ -19,13 +19,7 @@ using namespace railyard::sim; // the simulator this layer drives
 
 int nccl_tests_type_size(const std::string& type)
 {
-  // nccl-tests src/common.cu test_typenames and wordSize().
-  static const std::pair<const char*, int> kTypes[] = {{"int8", 1},   {"uint8", 1},   {"int32", 4}, {"uint32", 4},
-                                                       {"int64", 8},  {"uint64", 8},  {"half", 2},  {"float", 4},
-                                                       {"double", 8}, {"bfloat16", 2}};
-  for (const auto& [name, size] : kTypes)
-    if (type == name) return size;
-  return 0;
+  return models::nccl_tests_type_bytes(type);
 }
 
 NcclTestsCounts nccl_tests_counts(models::CollectiveKind kind, std::int64_t bytes, int type_size, int nranks)

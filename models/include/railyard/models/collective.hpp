@@ -35,13 +35,17 @@ std::optional<Protocol> protocol_from_string(const std::string& s);
 struct CollectiveCall {
   CollectiveKind kind = CollectiveKind::AllReduce;
   Bytes bytes{0};
-  std::vector<int> ranks;                ///< GPU ids taking part, in communicator rank order
-  int root = 0;                          ///< communicator rank of the root (broadcast, reduce)
-  std::optional<Algorithm> algorithm;    ///< forced, as NCCL_ALGO; empty: chosen by the cost model
-  std::optional<Protocol> protocol;      ///< forced, as NCCL_PROTO
-  std::optional<int> channels;           ///< forced, as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS
-  std::string label;                     ///< free text carried into the outputs
+  std::vector<int> ranks;             ///< GPU ids taking part, in communicator rank order
+  int root = 0;                       ///< communicator rank of the root (broadcast, reduce)
+  std::optional<Algorithm> algorithm; ///< forced, as NCCL_ALGO; empty: chosen by the cost model
+  std::optional<Protocol> protocol;   ///< forced, as NCCL_PROTO
+  std::optional<int> channels;        ///< forced, as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS
+  std::string label;                  ///< free text carried into the outputs
 };
+
+/// Element size in bytes of an nccl-tests type name (nccl-tests src/common.cu test_typenames and wordSize(): int8,
+/// uint8, int32, uint32, int64, uint64, half, float, double, bfloat16); 0 for an unknown name.
+int nccl_tests_type_bytes(const std::string& type);
 
 /// nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.
 double busbw_factor(CollectiveKind k, int nranks);
