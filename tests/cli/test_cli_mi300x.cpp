@@ -374,12 +374,12 @@ TEST(Mi300xCli, MemoryOfTheMi300xFitsLayoutsTheH100DoesNot)
 TEST(Mi300xCli, XgmiLinksComeFromTheProfileWhereTheScenarioLeavesThem)
 {
   // calibration/profiles/mi300x_ib_ndr.yaml's xgmi entry: 46.55 GB/s per link and direction (TransferBench, AMD's
-  // ROCm blog), 0.6 us.
+  // ROCm blog), 0.6 us. The example leaves the bandwidth to the profile and sets the latency; the test takes that out.
   std::ifstream in(std::string(RAILYARD_SOURCE_DIR) + "/examples/llama3_70b_mi300x_64.yaml");
   std::stringstream text;
   text << in.rdbuf();
   std::string yaml = text.str();
-  const std::string keys = "xgmi_bandwidth: 48 GB/s, xgmi_latency: 0.7 us, ";
+  const std::string keys = "xgmi_latency: 0.7 us, ";
   ASSERT_NE(yaml.find(keys), std::string::npos);
   yaml.erase(yaml.find(keys), keys.size());
   const std::string profile = "../calibration/profiles/";

@@ -30,7 +30,7 @@ import math
 import os
 import re
 
-LINK_BPS = 48e9  # GFX94X_XGMI_WIDTH: the scenario's xgmi_bandwidth in bench/rccl_corpus_systems.yaml
+LINK_BPS = 46.55e9  # the scenario's xgmi_bandwidth in bench/rccl_corpus_systems.yaml (TransferBench's per-link rate)
 WIRE = {"LL": 2.0, "Simple": 1.0}
 STEPS = 2  # all_reduce: both phases
 
@@ -95,7 +95,7 @@ def main():
             print(f"{algo}: no fit rows")
             continue
         e = min(grid_e, key=lambda x: sse(pts, x, 0.0))
-        print(f"{algo}: link efficiency {e:.3f} ({e * LINK_BPS / 1e9:.1f} GB/s of {LINK_BPS / 1e9:.0f})")
+        print(f"{algo}: link efficiency {e:.3f} ({e * LINK_BPS / 1e9:.1f} GB/s of {LINK_BPS / 1e9:.2f})")
         report(algo, pts, e, 0.0)
     pts = rows["MSCCL++/LL"]
     if pts:
