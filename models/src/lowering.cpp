@@ -240,6 +240,37 @@ Bytes nccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int 
   return Bytes(chunk);
 }
 
+Bytes rccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int channels, int nranks, int nnodes,
+                 int nheads)
+{
+  double chunk = nccl_chunk(kind, a, p, total, channels, nranks, nnodes, nheads).bytes();
+  if (p != Protocol::Simple) return Bytes(chunk);
+  // RCCL's loops divide integers: nBytes / (nChannels * chunkSize).
+  const double nbytes = total.bytes();
+  const double per = static_cast<double>(std::max(1, channels));
+  const auto chunks = [&] { return std::floor(nbytes / (per * chunk)); };
+  if (a == Algorithm::Tree && kind == CollectiveKind::AllReduce) {
+    const int nodes = std::max(1, nnodes);
+    const double depth = nranks / nodes - 1 + log2_floor(nodes); // src/graph/connect.cc: log2i(nNodes)
+    while (chunks() < depth * 8 && chunk > 131072)
+      chunk /= 2;
+    while (chunks() < depth * 4 && chunk > 65536)
+      chunk /= 2;
+    while (chunks() < depth && chunk > 32768)
+      chunk /= 2;
+  } else if (a == Algorithm::Ring && (kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce)) {
+    while (chunks() < 64 && chunk > 262144)
+      chunk /= 2;
+    while (chunks() < 32 && chunk > 131072)
+      chunk /= 2;
+    while (chunks() < 16 && chunk > 65536)
+      chunk /= 2;
+    while (chunks() < 8 && chunk > 32768)
+      chunk /= 2;
+  }
+  return Bytes(chunk);
+}
+
 LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks)
 {
   // NCCL 2.26.2 src/graph/tuning.cc: baseLat is paid once per call, hwLat per hop of the pipeline (NVLink inside a

@@ -366,6 +366,7 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
   models::LoweringCosts costs;
   if (!node.gfx.empty()) {
     costs = models::rccl_lowering_costs(algorithm, protocol, nranks, rings.nnodes);
+    li.rccl_chunking = true;
     // Point-to-point calls take direct links; rings and trees follow RCCL's ring orders.
     if (algorithm == models::Algorithm::Ring || algorithm == models::Algorithm::Tree) {
       li.intra_rings = rings.orders;

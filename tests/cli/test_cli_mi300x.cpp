@@ -398,3 +398,56 @@ TEST(Mi300xCli, XgmiLinksComeFromTheProfileWhereTheScenarioLeavesThem)
   EXPECT_DOUBLE_EQ(std::stod(m[2]), 0.6e-6);
   fs::remove_all(dir);
 }
+
+TEST(Mi300xCli, TwoNodeTreeSimpleMovesRcclsChunks)
+{
+  // Two whole MI300X nodes: RCCL picks Tree/Simple on 64 channels at 8 and 32 MiB (models/README.md's pick table;
+  // the run prints it). RCCL 2.21.5's computeCollChunkInfo (src/enqueue.cc at 0cbce2a7) halves a Tree/Simple chunk
+  // while a channel gets fewer than depth x 8, x 4, x 1 chunks, depth = 16 / 2 - 1 + log2i(2) = 8: 32 MiB / 64
+  // channels -> 64 KiB chunks (8 per channel), 8 MiB -> 32 KiB (4 per channel), where NCCL 2.26.2 keeps one 512 KiB
+  // step (the whole channel's share here). Simple puts one wire byte per payload byte, so every transfer of the
+  // call carries exactly one chunk.
+  const fs::path dir = fs::temp_directory_path() / fmt::format("railyard_mi300x_tree_{}", getpid());
+  fs::create_directories(dir);
+  for (const auto& [size, chunk] : {std::pair{32, 65536.0}, std::pair{8, 32768.0}}) {
+    const fs::path p = dir / fmt::format("tree{}.yaml", size);
+    std::ofstream(p) << fmt::format(
+        "name: tree{}\ncluster: {{kind: rail_optimized, nodes: 2, gpus_per_node: 8,\n"
+        "  node: {{kind: fully_connected, xgmi_bandwidth: 48 GB/s, xgmi_latency: 0.7 us}},\n"
+        "  nic: {{bandwidth: 400 Gb/s, per_node: 8}}, fabric: {{leaf_downlinks: 32, link_bandwidth: 400 Gb/s}}}}\n"
+        "nccl: {{library: rccl}}\nnetwork: {{backend: fluid}}\ncollectives:\n  - {{op: all_reduce, size: {} MiB}}\n",
+        size, size);
+    const fs::path out = dir / fmt::format("out{}", size);
+    const CliResult r = run_cli(fmt::format("run {} --out {}", p.string(), out.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(all_reduce\s+16\s+Tree\s+Simple\s+64\s)"))) << r.out;
+    const auto flows = railyard::test::csv_rows(out / "flows.csv");
+    ASSERT_FALSE(flows.empty());
+    // 64 channels x 15 tree edges x 2 directions x (size / 64 / chunk) chunks.
+    EXPECT_EQ(flows.size(), static_cast<std::size_t>(64 * 15 * 2 * (size * 1048576.0 / 64 / chunk)));
+    for (const auto& f : flows)
+      ASSERT_DOUBLE_EQ(std::stod(f.at("bytes")), chunk) << f.at("id");
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Mi300xCli, RingBroadcastMovesRcclsPipelineChunks)
+{
+  // RCCL 2.21.5's computeCollChunkInfo for Ring/Simple broadcast (ncclPatternPipelineFrom), by hand: 64 MiB on 8
+  // channels starts at one 512 KiB step; 64 MiB / (8 x 512 KiB) = 16 < 64 -> 256 KiB, where the first loop stops
+  // (chunkSize > 262144); 32 < 32 and 32 < 16 are false: 256 KiB, 32 chunks per channel over the ring's 7 hops.
+  // NCCL 2.26.2 would move 512 KiB chunks.
+  const fs::path p = write_scenario("bcast", "nccl: {library: rccl}\nnetwork: {backend: fluid}\n");
+  std::string yaml = railyard::test::read_file(p);
+  yaml.replace(yaml.find("{op: all_reduce, size: 1 MiB"), std::string("{op: all_reduce, size: 1 MiB").size(),
+               "{op: broadcast, size: 64 MiB, algorithm: ring, protocol: simple, channels: 8");
+  std::ofstream(p) << yaml;
+  const fs::path out = p.parent_path() / "bcast_out";
+  const CliResult r = run_cli(fmt::format("run {} --out {}", p.string(), out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto flows = railyard::test::csv_rows(out / "flows.csv");
+  EXPECT_EQ(flows.size(), 8u * 7u * 32u);
+  for (const auto& f : flows)
+    ASSERT_DOUBLE_EQ(std::stod(f.at("bytes")), 262144.0) << f.at("id");
+  fs::remove_all(p.parent_path());
+}

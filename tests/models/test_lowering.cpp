@@ -102,6 +102,40 @@ TEST(NcclChunk, FollowsCalcCollChunking)
       64 * kKiB);
 }
 
+TEST(RcclChunk, KeepsTheTreeAndPipelineLoopsNcclDropped)
+{
+  const auto AR = CollectiveKind::AllReduce;
+  // ROCm/rccl 0cbce2a7 src/enqueue.cc computeCollChunkInfo, worked by hand. Tree/Simple all_reduce on 2 nodes of 8:
+  // depth = 16 / 2 - 1 + log2i(2) = 8 (src/graph/connect.cc). 32 MiB on 64 channels starts at one 512 KiB step:
+  //   32 MiB / (64 x 512 KiB) = 1 < 64 -> 256 KiB: 2 < 64 -> 128 KiB (the first loop stops at 131072);
+  //   4 < 32 -> 64 KiB (the second stops at 65536); 8 < 8 is false: 64 KiB.
+  EXPECT_DOUBLE_EQ(rccl_chunk(AR, Algorithm::Tree, Protocol::Simple, Bytes(32 * kMiB), 64, 16, 2, 1).bytes(),
+                   64 * kKiB);
+  // 8 MiB: 128 KiB after the first loop, 1 < 32 -> 64 KiB, then 2 < 8 -> 32 KiB, where the third loop stops.
+  EXPECT_DOUBLE_EQ(rccl_chunk(AR, Algorithm::Tree, Protocol::Simple, Bytes(8 * kMiB), 64, 16, 2, 1).bytes(), 32 * kKiB);
+  // 16 GiB on 64 channels: 256 MiB per channel is 512 chunks of 512 KiB, >= 64: unchanged, as NCCL's.
+  EXPECT_DOUBLE_EQ(rccl_chunk(AR, Algorithm::Tree, Protocol::Simple, Bytes(16 * kGiB), 64, 16, 2, 1).bytes(),
+                   512 * kKiB);
+  // 16 nodes of 8: depth 7 + 4 = 11; 1 GiB on 16 channels is 128 chunks of 512 KiB per channel, not below 88.
+  EXPECT_DOUBLE_EQ(rccl_chunk(AR, Algorithm::Tree, Protocol::Simple, Bytes(kGiB), 16, 128, 16, 1).bytes(), 512 * kKiB);
+  // ... while 256 MiB (32 < 88 -> 256 KiB: 64 < 88 -> 128 KiB) stops at the first loop's floor: 128 < 44 is false.
+  EXPECT_DOUBLE_EQ(rccl_chunk(AR, Algorithm::Tree, Protocol::Simple, Bytes(256 * kMiB), 16, 128, 16, 1).bytes(),
+                   128 * kKiB);
+  // Ring/Simple broadcast (ncclPatternPipelineFrom), 8 ranks, 24 channels, 64 MiB: 5 < 64 -> 256 KiB (floor of the
+  // first loop); 10 < 32 -> 128 KiB; 21 < 16 is false: 128 KiB. NCCL 2.26.2 keeps one 512 KiB step.
+  EXPECT_DOUBLE_EQ(
+      rccl_chunk(CollectiveKind::Broadcast, Algorithm::Ring, Protocol::Simple, Bytes(64 * kMiB), 24, 8, 1, 8).bytes(),
+      128 * kKiB);
+  EXPECT_DOUBLE_EQ(
+      nccl_chunk(CollectiveKind::Broadcast, Algorithm::Ring, Protocol::Simple, Bytes(64 * kMiB), 24, 8, 1, 8).bytes(),
+      512 * kKiB);
+  // Everything else is NCCL's: ring all_reduce (4 steps), Tree/LL (half a step).
+  EXPECT_DOUBLE_EQ(rccl_chunk(AR, Algorithm::Ring, Protocol::Simple, Bytes(32 * kMiB), 64, 16, 2, 16).bytes(),
+                   4 * 512 * kKiB);
+  EXPECT_DOUBLE_EQ(rccl_chunk(AR, Algorithm::Tree, Protocol::LL, Bytes(32 * kMiB), 64, 16, 2, 1).bytes(),
+                   nccl_chunk(AR, Algorithm::Tree, Protocol::LL, Bytes(32 * kMiB), 64, 16, 2, 1).bytes());
+}
+
 // The binary tree drawn in NVIDIA/nccl src/graph/trees.cc for 14 ranks:
 //   0 - 8;  8 - 4, 12;  4 - 2, 6;  12 - 10, 13;  2 - 1, 3;  6 - 5, 7;  10 - 9, 11.
 TEST(NcclTrees, BtreeMatchesTheDrawingInTreesCc)

@@ -150,6 +150,15 @@ int connection_depth(CollectiveKind kind, Algorithm a, Protocol p);
 Bytes nccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int channels, int nranks, int nnodes,
                  int nheads);
 
+/// RCCL's chunk for the same call: computeCollChunkInfo in src/enqueue.cc of ROCm/rccl at 0cbce2a7 (RCCL 2.21.5),
+/// which keeps two rules NCCL 2.26.2's calcCollChunking no longer has. Tree/Simple all_reduce (ncclPatternTreeUpDown)
+/// halves the chunk while a channel gets fewer than depth x 8 chunks (down to 128 KiB), depth x 4 (64 KiB) and depth
+/// (32 KiB), with RCCL's tree depth nranks / nnodes - 1 + log2(nnodes) (src/graph/connect.cc); Ring/Simple broadcast
+/// and reduce (ncclPatternPipelineFrom / To) while fewer than 64, 32, 16 and 8 (down to 256, 128, 64 and 32 KiB).
+/// Every other case is NCCL's (nccl_chunk).
+Bytes rccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int channels, int nranks, int nnodes,
+                 int nheads);
+
 /// NCCL's fixed costs for an algorithm and protocol: per-call base latency and per-hop latencies, and the NVLS
 /// bandwidth efficiency. Built by nccl_lowering_costs() from NCCL's tuning constants.
 struct LoweringCosts {
@@ -186,6 +195,8 @@ struct LoweringInput {
   /// With intra_rings: the communicator's odd nodes (1, 3, ... in node order) run every order reversed, so a ring
   /// leaves one node and enters the next on the same GPU index, one rail (RCCL's parseGraph: reverse = hostIdx % 2).
   bool intra_rings_reverse_odd_nodes = false;
+  /// Chunks as RCCL sizes them (rccl_chunk) instead of NCCL (nccl_chunk): set for a call on AMD GPUs.
+  bool rccl_chunking = false;
 };
 
 /// A call whose schedule would hold more than LoweringInput::max_steps steps.
