@@ -710,6 +710,12 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
     if (!sc.nccl.system.empty()) sc.nccl.system_from = "profile";
   }
   check_library(sc, library_where, system_where);
+  // RCCL does not relay through PXN unless asked: RCCL 2.21.5 gives NCCL_PXN_DISABLE the default 1 (ROCm/rccl 0cbce2a7
+  // src/graph/paths.cc, NCCL_PARAM(PxnDisable, "PXN_DISABLE", 1)), where NCCL's is 0. `network.pxn` given wins.
+  if (sc.nccl.library == models::CollectiveLibrary::Rccl) {
+    const auto net = root.get("network");
+    if (!net || !net->get("pxn")) sc.sim.pxn = false;
+  }
   if (sc.nccl.library != models::CollectiveLibrary::Rccl && !rccl_keys.empty()) {
     InputLocation w = rccl_keys.front().second;
     w.field = std::string("nccl.") + rccl_keys.front().first;

@@ -451,3 +451,46 @@ TEST(Mi300xCli, RingBroadcastMovesRcclsPipelineChunks)
     ASSERT_DOUBLE_EQ(std::stod(f.at("bytes")), 262144.0) << f.at("id");
   fs::remove_all(p.parent_path());
 }
+
+TEST(Mi300xCli, RcclRunsWithoutPxnUnlessAsked)
+{
+  // RCCL 2.21.5 defaults NCCL_PXN_DISABLE to 1 (ROCm/rccl 0cbce2a7 src/graph/paths.cc), NCCL to 0. On two MI300X
+  // nodes a tree channel's network edge joins node 0's head (entering by NIC 0, GPU 0) to node 1's (by NIC 7, GPU 7):
+  // different rails. Without PXN that transfer leaves through its own GPU's NIC and crosses no xGMI link; with
+  // `network.pxn: true` it first crosses the xGMI link to the GPU on the destination's rail.
+  const fs::path dir = fs::temp_directory_path() / fmt::format("railyard_mi300x_pxn_{}", getpid());
+  fs::create_directories(dir);
+  for (const std::string pxn : {"", ", pxn: true"}) {
+    const fs::path p = dir / fmt::format("s{}.yaml", pxn.size());
+    std::ofstream(p) << fmt::format(
+        "name: pxn\ncluster: {{kind: rail_optimized, nodes: 2, gpus_per_node: 8,\n"
+        "  node: {{kind: fully_connected, xgmi_bandwidth: 48 GB/s, xgmi_latency: 0.7 us}},\n"
+        "  nic: {{bandwidth: 400 Gb/s, per_node: 8}}, fabric: {{leaf_downlinks: 32, link_bandwidth: 400 Gb/s}}}}\n"
+        "nccl: {{library: rccl}}\nnetwork: {{backend: fluid{}}}\ncollectives:\n  - {{op: all_reduce, size: 32 MiB}}\n",
+        pxn);
+    const fs::path out = dir / fmt::format("out{}", pxn.size());
+    const CliResult r = run_cli(fmt::format("run {} --out {}", p.string(), out.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(std::regex_search(railyard::test::read_file(out / "summary.json"),
+                                  std::regex(pxn.empty() ? R"("pxn":\s*false)" : R"("pxn":\s*true)")));
+    std::map<std::string, std::string> kind;
+    for (const auto& l : railyard::test::csv_rows(out / "links.csv"))
+      kind[l.at("link")] = l.at("kind");
+    std::size_t inter = 0, relayed = 0;
+    for (const auto& f : railyard::test::csv_rows(out / "flows.csv")) {
+      if (std::stoi(f.at("src")) / 8 == std::stoi(f.at("dst")) / 8) continue;
+      ++inter;
+      std::stringstream links(f.at("links"));
+      bool xgmi = false;
+      for (std::string l; links >> l;)
+        xgmi = xgmi || kind[l] == "xgmi";
+      relayed += xgmi ? 1 : 0;
+    }
+    EXPECT_GT(inter, 0u);
+    if (pxn.empty())
+      EXPECT_EQ(relayed, 0u);
+    else
+      EXPECT_EQ(relayed, inter); // every tree channel's network edge changes rail (NIC 0 to NIC 7 and back)
+  }
+  fs::remove_all(dir);
+}
