@@ -14,27 +14,6 @@ std::string lower(std::string_view s)
   return out;
 }
 
-std::string_view collective_name(CollectiveKind k)
-{
-  switch (k) {
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::Broadcast:
-    return "broadcast";
-  case CollectiveKind::Reduce:
-    return "reduce";
-  case CollectiveKind::AllToAll:
-    return "alltoall";
-  case CollectiveKind::SendRecv:
-    return "sendrecv";
-  }
-  return "unknown";
-}
-
 std::optional<CollectiveKind> parse_collective(std::string_view s)
 {
   std::string k;

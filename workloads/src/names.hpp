@@ -10,8 +10,6 @@
 namespace railyard::workloads::detail {
 
 std::string lower(std::string_view s);
-/// "all_reduce", "all_gather", ... (nccl-tests' names), for messages.
-std::string_view collective_name(models::CollectiveKind k);
 /// Accepts the spellings traces use, case-insensitive, with or without '_' / '-':
 /// allreduce, all_reduce, AllReduce, ALL_REDUCE, allgather, reducescatter, reduce_scatter, broadcast, reduce,
 /// alltoall, all_to_all, alltoallv, sendrecv.

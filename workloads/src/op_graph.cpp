@@ -499,7 +499,7 @@ struct CollectiveSig {
 
 std::string describe_sig(const CollectiveSig& s)
 {
-  std::string out = fmt::format("{} of {} bytes", detail::collective_name(s.kind), s.bytes);
+  std::string out = fmt::format("{} of {} bytes", models::to_string(s.kind), s.bytes);
   if (s.root >= 0) out += fmt::format(" root {}", s.root);
   return out;
 }
@@ -609,7 +609,7 @@ std::vector<InputError> find_problems(const Workload& w, std::size_t max_problem
         bool rooted = k == CollectiveKind::Broadcast || k == CollectiveKind::Reduce;
         if (rooted && (op.peer < 0 || op.peer >= size)) {
           p.add(g, r, i,
-                fmt::format("{} root {} is not a rank of communicator '{}' (size {})", detail::collective_name(k),
+                fmt::format("{} root {} is not a rank of communicator '{}' (size {})", models::to_string(k),
                             op.peer, comm.name, size),
                 "give the root's rank within the communicator");
           continue;
