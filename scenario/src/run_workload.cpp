@@ -765,6 +765,7 @@ void write_workload_outputs(const WorkloadRunResult& result, OutputDir& folder)
   j["scenario_file"] = result.scenario.file;
   j["seed"] = result.scenario.sim.seed;
   j["backend"] = to_string(result.scenario.sim.backend);
+  j["pxn"] = result.scenario.sim.pxn;
   j["cluster_kind"] = topo::to_string(result.scenario.cluster.kind);
   j["gpus"] = result.topology.gpus;
   if (const auto& f = result.scenario.cluster.failures; f.any() || !f.stragglers.empty())

@@ -396,6 +396,8 @@ TEST(Mi300xCli, XgmiLinksComeFromTheProfileWhereTheScenarioLeavesThem)
   ASSERT_TRUE(std::regex_search(summary, m, xgmi)) << summary.substr(0, 2000);
   EXPECT_DOUBLE_EQ(std::stod(m[1]), 46.55e9);
   EXPECT_DOUBLE_EQ(std::stod(m[2]), 0.6e-6);
+  // A training run records RCCL's PXN default (off) as the collective runs do.
+  EXPECT_TRUE(std::regex_search(summary, std::regex(R"("pxn":\s*false)"))) << summary.substr(0, 600);
   fs::remove_all(dir);
 }
 
