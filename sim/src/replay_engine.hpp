@@ -7,11 +7,13 @@
 #pragma once
 
 #include "coupled_network.hpp"
+#include "railyard/common/hash.hpp"
 #include "railyard/common/slot_pool.hpp"
 #include "railyard/sim/collective_runner.hpp"
 #include "railyard/sim/replay.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -335,9 +337,22 @@ private:
   std::vector<RankRt> ranks_;
   std::vector<Message> msgs_;
   std::unordered_map<std::uint64_t, Instance> instances_;
-  std::map<std::tuple<int, int, double, int>, std::shared_ptr<const models::Schedule>> schedules_;
-  std::map<std::tuple<int, int, double, int>, double> analytical_;
-  std::map<std::tuple<int, int, double, int>, double> deltas_; ///< collective_delta by (comm, kind, bytes, root)
+  /// A call's shape: (communicator, collective code, bytes, root or peer). Looked up at every collective a rank starts;
+  /// never iterated, so a hash map keeps the results independent of its order.
+  using ShapeKey = std::tuple<int, int, double, int>;
+  struct ShapeHash {
+    std::size_t operator()(const ShapeKey& k) const noexcept
+    {
+      const auto [comm, code, bytes, peer] = k;
+      std::uint64_t h = splitmix64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(comm)) << 32 |
+                                   static_cast<std::uint32_t>(code));
+      h = splitmix64(h ^ std::bit_cast<std::uint64_t>(bytes + 0.0)); // + 0.0: -0.0 hashes as 0.0, which it equals
+      return static_cast<std::size_t>(splitmix64(h ^ static_cast<std::uint32_t>(peer)));
+    }
+  };
+  std::unordered_map<ShapeKey, std::shared_ptr<const models::Schedule>, ShapeHash> schedules_;
+  std::unordered_map<ShapeKey, double, ShapeHash> analytical_;
+  std::unordered_map<ShapeKey, double, ShapeHash> deltas_; ///< collective_delta by shape
   std::vector<int> traced_;
   std::vector<TraceEvent> events_;
   std::uint64_t ops_done_ = 0; ///< over all ranks, for the progress probe only
