@@ -51,6 +51,15 @@ inline std::vector<std::vector<int>> nodes_in_ring_order(const std::vector<int>&
 /// ceil(a / b) for positive values, at least 1.
 std::int64_t chunks_for(double bytes, double chunk);
 
+/// The chunk of a call as its library sizes it: RCCL's (rccl_chunk) where the input says so
+/// (LoweringInput::rccl_chunking), NCCL's (nccl_chunk) otherwise.
+inline Bytes library_chunk(const LoweringInput& in, CollectiveKind kind, Algorithm a, Protocol p, Bytes total,
+                           int channels, int nranks, int nnodes, int nheads)
+{
+  return in.rccl_chunking ? rccl_chunk(kind, a, p, total, channels, nranks, nnodes, nheads)
+                          : nccl_chunk(kind, a, p, total, channels, nranks, nnodes, nheads);
+}
+
 Schedule lower_ring(const LoweringInput& in);       // all_reduce, all_gather, reduce_scatter
 Schedule lower_ring_chain(const LoweringInput& in); // broadcast, reduce
 Schedule lower_tree(const LoweringInput& in);       // all_reduce

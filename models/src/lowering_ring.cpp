@@ -41,7 +41,8 @@ Schedule lower_ring(const LoweringInput& in)
                                                                       in.intra_rings_reverse_odd_nodes)),
                 in.gpus_per_node);
 
-  const double chunk = nccl_chunk(call.kind, Algorithm::Ring, *call.protocol, call.bytes, channels, n, 1, n).bytes();
+  const double chunk =
+      library_chunk(in, call.kind, Algorithm::Ring, *call.protocol, call.bytes, channels, n, 1, n).bytes();
   const double total = call.bytes.bytes();
   const double loop_size = static_cast<double>(channels) * n * chunk;
   const auto loops = static_cast<std::int64_t>(std::ceil(total / loop_size));
@@ -77,9 +78,8 @@ Schedule lower_ring_chain(const LoweringInput& in)
   Schedule s = make_schedule(in, Algorithm::Ring, channels);
   if (n == 1 || call.bytes.bytes() <= 0) return s;
   const double per_channel = call.bytes.bytes() / channels;
-  const double chunk = (in.rccl_chunking ? rccl_chunk : nccl_chunk)(call.kind, Algorithm::Ring, *call.protocol,
-                                                                    call.bytes, channels, n, 1, n)
-                           .bytes();
+  const double chunk =
+      library_chunk(in, call.kind, Algorithm::Ring, *call.protocol, call.bytes, channels, n, 1, n).bytes();
   const std::int64_t chunks = chunks_for(per_channel, chunk);
   const Bytes chunk_bytes(per_channel / static_cast<double>(chunks));
   const bool broadcast = call.kind == CollectiveKind::Broadcast;

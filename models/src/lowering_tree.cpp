@@ -79,9 +79,9 @@ Schedule lower_tree(const LoweringInput& in)
 
   const int nnodes = static_cast<int>(nodes_in_ring_order(call.ranks, 0, in).size());
   const double per_channel = call.bytes.bytes() / channels;
-  const double chunk = (in.rccl_chunking ? rccl_chunk : nccl_chunk)(CollectiveKind::AllReduce, Algorithm::Tree,
-                                                                    *call.protocol, call.bytes, channels, n, nnodes, 1)
-                           .bytes();
+  const double chunk =
+      library_chunk(in, CollectiveKind::AllReduce, Algorithm::Tree, *call.protocol, call.bytes, channels, n, nnodes, 1)
+          .bytes();
   const std::int64_t chunks = chunks_for(per_channel, chunk);
   const Bytes chunk_bytes(per_channel / static_cast<double>(chunks));
   const double wire = protocol_spec(*call.protocol).wire_per_payload;
