@@ -263,7 +263,7 @@ int main(int argc, char** argv)
       o.min_bytes = o.max_bytes = std::stoll(p.at("size_bytes"));
       o.step_factor = 2;
       const std::string dtype = p.at("dtype").empty() ? "float" : p.at("dtype");
-      o.type = scn::nccl_tests_type_size(dtype) > 0 ? dtype : "float";
+      o.type = models::nccl_tests_type_bytes(dtype) > 0 ? dtype : "float";
       const int nodes = std::stoi(p.at("nodes")), per_node = std::stoi(p.at("gpus_per_node"));
       const int cluster_per_node = sc.cluster.gpus_per_node;
       if (nodes > sc.cluster.nodes || per_node > cluster_per_node) {
@@ -311,11 +311,7 @@ int main(int argc, char** argv)
       }
       // Rows the source prints in-place only are compared with the in-place column (RCCL may run it differently).
       const bool in_place = p.at("flag").find("in_place_only") != std::string::npos;
-      const scn::NcclTestsColumn row =
-          in_place ? run.rows[0].in_place
-                   : scn::NcclTestsColumn{run.rows[0].call,       run.rows[0].time,       run.rows[0].device_time,
-                                          run.rows[0].host_time,  run.rows[0].algbw_GBps, run.rows[0].busbw_GBps,
-                                          run.rows[0].rccl_kernel};
+      const scn::NcclTestsColumn& row = in_place ? run.rows[0].in_place : run.rows[0];
       Result r;
       r.point = &p;
       r.held_out = held_out(p.at("id"), seed);

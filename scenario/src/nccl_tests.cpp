@@ -17,11 +17,6 @@ namespace railyard::scenario {
 
 using namespace railyard::sim; // the simulator this layer drives
 
-int nccl_tests_type_size(const std::string& type)
-{
-  return models::nccl_tests_type_bytes(type);
-}
-
 NcclTestsCounts nccl_tests_counts(models::CollectiveKind kind, std::int64_t bytes, int type_size, int nranks)
 {
   // getCollByteCount of each nccl-tests program: (send, recv, param) element counts for `count` = bytes / size.
@@ -118,7 +113,7 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
   auto bad = [&](const std::string& field, const std::string& rule, const std::string& fix) {
     throw InputError(InputLocation{"railyard nccl-tests", 0, field}, rule, fix);
   };
-  const int type_size = nccl_tests_type_size(options.type);
+  const int type_size = models::nccl_tests_type_bytes(options.type);
   if (type_size == 0)
     bad("-d/--datatype", fmt::format("unknown type '{}'", options.type),
         "use int8, uint8, int32, uint32, int64, uint64, half, float, double or bfloat16");
@@ -236,13 +231,7 @@ NcclTestsRun simulate_nccl_tests(const Scenario& scenario, const NcclTestsOption
     call.ranks = ranks;
     call.root = options.root;
     const NcclTestsColumn out = simulate(comm, settings, call, row.counts.size_bytes);
-    row.call = out.call;
-    row.time = out.time;
-    row.device_time = out.device_time;
-    row.host_time = out.host_time;
-    row.algbw_GBps = out.algbw_GBps;
-    row.busbw_GBps = out.busbw_GBps;
-    row.rccl_kernel = out.rccl_kernel;
+    static_cast<NcclTestsColumn&>(row) = out;
     // The in-place column is simulated on its own only where RCCL runs it differently.
     row.in_place = out;
     if (run.library == models::CollectiveLibrary::Rccl) {

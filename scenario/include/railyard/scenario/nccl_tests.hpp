@@ -47,9 +47,6 @@ struct NcclTestsOptions {
 };
 inline constexpr int kCoupledFrom = 512;
 
-/// nccl-tests' element size of a type name ("float" 4, "half" 2, ...); 0 for an unknown name.
-int nccl_tests_type_size(const std::string& type);
-
 /// nccl-tests' byte counts for one size (getCollByteCount of each test): the "size" column (the larger of the send
 /// and receive buffers, which is also the call's size in Railyard's convention) and the "count" column.
 struct NcclTestsCounts {
@@ -70,14 +67,10 @@ struct NcclTestsColumn {
   std::string rccl_kernel;
 };
 
-struct NcclTestsRow {
+/// One size: its counts, its out-of-place call (the row's own column fields: call, time, ..., as nccl-tests prints
+/// them first) and its in-place call.
+struct NcclTestsRow : NcclTestsColumn {
   NcclTestsCounts counts;
-  models::CollectiveCall call; ///< out-of-place, as run: NCCL's algorithm, protocol and channels for it
-  Seconds time{0};             ///< out-of-place, per call: the longer of the device and the issuing thread
-  Seconds device_time{0};      ///< the simulated collective
-  Seconds host_time{0};        ///< the issuing thread per iteration (0 when options.host is zero)
-  double algbw_GBps = 0, busbw_GBps = 0;
-  std::string rccl_kernel; ///< out-of-place: NcclTestsColumn::rccl_kernel
   /// The in-place call: the out-of-place one's numbers, except where RCCL runs it differently (MSCCL's algorithms are
   /// in-place or out-of-place; in-place all_reduce of 11 to 14 MiB has none), when it is simulated on its own.
   NcclTestsColumn in_place;
