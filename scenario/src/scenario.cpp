@@ -653,8 +653,8 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
   }
   if (auto net = root.get("network")) parse_network(*net, sc.sim, sc.records);
   if (auto nc = root.get("nccl")) {
-    nc->expect_keys({"step_overhead", "library", "system", "algo", "proto", "latencies", "min_channels", "max_channels",
-                     "msccl", "mscclpp", "graph_capture"});
+    nc->expect_keys({"step_overhead", "library", "system", "algo", "proto", "latencies", "net_latency", "min_channels",
+                     "max_channels", "msccl", "mscclpp", "graph_capture"});
     sc.nccl.where = nc->where();
     if (auto o = nc->get("step_overhead")) {
       sc.step_overhead = o->as_seconds();
@@ -689,6 +689,35 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
       sc.nccl.overrides.protocols = p.protocols;
     }
     sc.nccl.latencies = nc->bool_or("latencies", true);
+    // One network step's latency on this transport: one time for every protocol, or one per protocol.
+    if (auto o = nc->get("net_latency")) {
+      auto step_latency = [](const YamlNode& v) {
+        const Seconds lat = v.as_seconds();
+        if (!(lat.seconds() >= 0) || lat.seconds() > 1e-3)
+          v.fail(fmt::format("net_latency {} s is not a network step's latency (0 to 1 ms)", lat.seconds()),
+                 "give the latency of one network step of NCCL's pipeline on this transport, e.g. '20 us' (EFA on "
+                 "P5, aws-ofi-nccl's tuner), or leave the key out for NCCL's InfiniBand constants");
+        return lat;
+      };
+      std::array<Seconds, 3> lat{};
+      if (o->is_map()) {
+        o->expect_keys({"LL", "LL128", "Simple"});
+        for (const auto& [key, p] : {std::pair{"LL", models::Protocol::LL}, std::pair{"LL128", models::Protocol::LL128},
+                                     std::pair{"Simple", models::Protocol::Simple}}) {
+          const auto v = o->get(key);
+          if (!v)
+            o->fail(fmt::format("net_latency has no time for protocol {}", key),
+                    "give all three, e.g. {LL: 20 us, LL128: 20 us, Simple: 23 us}, or one time for every protocol");
+          lat[static_cast<std::size_t>(p)] = step_latency(*v);
+        }
+      } else {
+        lat.fill(step_latency(*o));
+      }
+      if (!sc.nccl.latencies)
+        o->fail("net_latency is given with latencies: false, which turns every NCCL latency off",
+                "remove one of the two keys");
+      sc.nccl.net_latency = lat;
+    }
     // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS: NCCL clamps them to 1..MAXCHANNELS (64); a scenario says what it means.
     auto channel_limit = [&](const char* key, int& out) {
       if (auto v = nc->get(key)) out = static_cast<int>(v->as_int(1, 64, "NCCL's MAXCHANNELS"));

@@ -354,7 +354,7 @@ namespace {
 // latencies NCCL's numbers are net of.
 models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, int gpus_per_node,
                                         const models::NodeSpec& node, const MeshRings& rings, HopLatencies hops,
-                                        bool latencies, Seconds step_overhead)
+                                        const NcclSettings& settings, Seconds step_overhead)
 {
   models::LoweringInput li;
   li.call = resolved;
@@ -377,7 +377,12 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
   }
   li.costs.nvls_efficiency = costs.nvls_efficiency;
   li.costs.link_efficiency = costs.link_efficiency;
-  if (!latencies) return li;
+  if (!settings.latencies) return li;
+  // A transport whose network step is not InfiniBand's (nccl.net_latency) replaces NCCL's hwLat[NET] where NCCL's
+  // model charges it per network step; PAT keeps NCCL's own formula, NVLS has no network step.
+  if (settings.net_latency && (algorithm == models::Algorithm::Ring || algorithm == models::Algorithm::Tree ||
+                               algorithm == models::Algorithm::NvlsTree))
+    costs.inter_hop = (*settings.net_latency)[static_cast<std::size_t>(protocol)];
   // NCCL's hwLat is the whole latency of a hop, wire included. The simulator charges the wire through the topology's
   // link latencies, so a step's overhead is what NCCL's number adds beyond the path (none when the path alone is
   // slower).
@@ -396,14 +401,14 @@ models::LoweringInput lowering_input(const models::CollectiveCall& resolved, con
   const models::NodeSpec node = nccl_node(settings, topology.spec());
   return lowering_input_of(resolved, topology.gpus_per_node(), node,
                            mesh_rings(resolved.ranks, topology.gpus_per_node(), node), hop_latencies(topology),
-                           settings.latencies, step_overhead);
+                           settings, step_overhead);
 }
 
 models::LoweringInput NcclCommunicator::lowering_input(const models::CollectiveCall& resolved,
                                                        Seconds step_overhead) const
 {
-  return lowering_input_of(resolved, topology_->gpus_per_node(), node_, rings_, {intra_hop_, inter_hop_},
-                           settings_.latencies, step_overhead);
+  return lowering_input_of(resolved, topology_->gpus_per_node(), node_, rings_, {intra_hop_, inter_hop_}, settings_,
+                           step_overhead);
 }
 
 HopLatencies hop_latencies(const topo::Topology& topology)

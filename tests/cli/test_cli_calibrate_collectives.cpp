@@ -111,6 +111,33 @@ TEST_F(CalibrateCollectives, FitsOnOneSizeAndTheFittedScenarioGivesThePrediction
   EXPECT_EQ(checked, 2); // one point of 2 nodes (fit), one of 4 (predicted)
 }
 
+// nccl.net_latency (a network step's latency on the machine's transport) is one of the physical keys a fit can move:
+// from NCCL's InfiniBand 14 us (hwLat[NET] of NVLSTree, Simple, which these 1-8 MiB calls run), fitted on the 2-node
+// points, it brings them closer and is written back into the scenario.
+TEST_F(CalibrateCollectives, FitsTheNetworkStepLatency)
+{
+  const std::string points = subset();
+  std::string machine = read_file(kMachine);
+  const std::string from = "step_overhead: 0 us}";
+  ASSERT_NE(machine.find(from), std::string::npos);
+  machine.replace(machine.find(from), from.size(), "step_overhead: 0 us, net_latency: 14 us}");
+  const std::string base = write("machine.yaml", machine);
+  const fs::path out = dir_ / "fitted.yaml", pred = dir_ / "pred.csv";
+  const CliResult r =
+      run_cli("calibrate --collectives " + points + " --scenario " + base +
+              " --fit nccl.net_latency --fit-ranks 16 --max-evaluations 12 --out " + out.string() + " --predictions " +
+              pred.string() + " --only h100_2node_ib_400g_gjaion,h100_4node_ib_400g_gjaion");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double base_err = 0, fitted_err = 0;
+  for (const auto& row : railyard::test::csv_rows(pred))
+    if (row.at("half") == "fit") {
+      base_err += std::pow(std::log(std::stod(row.at("base_us")) / std::stod(row.at("measured_us"))), 2);
+      fitted_err += std::pow(std::log(std::stod(row.at("fitted_us")) / std::stod(row.at("measured_us"))), 2);
+    }
+  EXPECT_LT(fitted_err, 0.5 * base_err);
+  EXPECT_NE(read_file(out).find("nccl.net_latency: 14 us ->"), std::string::npos) << read_file(out);
+}
+
 TEST_F(CalibrateCollectives, BadInputIsRefusedWithTheFieldAndTheFix)
 {
   const std::string out = (dir_ / "f.yaml").string();

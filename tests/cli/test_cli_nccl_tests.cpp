@@ -609,3 +609,61 @@ TEST(NcclTestsCli, GpusSharingANicShareItsBandwidth)
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("nic.per_node"), std::string::npos) << r.output;
 }
+
+// nccl.net_latency replaces NCCL's hwLat[NET] (InfiniBand's) as the latency of a network step, for one protocol or per
+// protocol. A forced ring all_reduce of 8 B over 4 nodes of 8 GPUs is a chain of 2(n - 1) hops of which the 2 x 4
+// edges between nodes are network steps (ManyNodeRingIsAChainOfHopLatencies above): raising the network step from
+// 20 us to 30 us, both above the path's own latency, adds 8 x 10 us, and the NVLink hops do not move. Each protocol
+// takes its own entry of a map. Bad values exit 2 naming the key.
+TEST(NcclTestsCli, NetLatencyIsTheNetworkStepOfEveryRingHopBetweenNodes)
+{
+  const fs::path dir = railyard::test::temp_dir("net_latency");
+  auto time_us = [&](const std::string& nccl_extra, const std::string& proto) {
+    const fs::path file = dir / "ring.yaml";
+    std::string text = rail_scenario(4);
+    const std::string from = "nccl: {system: dgx_h100}";
+    text.replace(text.find(from), from.size(), "nccl: {system: dgx_h100" + nccl_extra + "}");
+    std::ofstream(file) << text;
+    const CliResult r =
+        run_cli("nccl-tests --scenario " + file.string() + " --op all_reduce -b 8 -e 8 --algo ring --proto " + proto);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
+    EXPECT_EQ(log.rows.size(), 1u) << r.out;
+    return log.rows.empty() ? 0.0 : log.rows[0].out_of_place->time_us;
+  };
+  const double ib = time_us("", "LL");
+  const double t20 = time_us(", net_latency: 20 us", "LL");
+  const double t30 = time_us(", net_latency: 30 us", "LL");
+  const double printed = 0.1; // nccl-tests prints two decimals below 100 us, one above; both ends rounded
+  EXPECT_NEAR(t30 - t20, 8 * 10.0, printed);
+  // Without the key a network step takes NCCL's 2.7 us (Ring/LL, NET) or its path's own latency where that is longer:
+  // here 3.0 us (PCIe 0.5 us, NIC cable 1 us, the leaf, NIC cable 1 us, PCIe 0.5 us: the two GPUs share a rail).
+  EXPECT_NEAR(t20 - ib, 8 * (20.0 - 3.0), printed);
+  // Per protocol: LL takes its own entry, Simple its own.
+  const std::string map = ", net_latency: {LL: 20 us, LL128: 20 us, Simple: 40 us}";
+  EXPECT_NEAR(time_us(map, "LL"), t20, printed);
+  const double s20 = time_us(", net_latency: 20 us", "Simple");
+  const double s40 = time_us(", net_latency: 40 us", "Simple");
+  EXPECT_GT(s40, s20 + 8 * 20.0 - printed); // at least the chain's 8 network steps, each 20 us longer
+  EXPECT_NEAR(time_us(map, "Simple"), s40, printed);
+
+  struct Case {
+    std::string extra;
+    std::vector<std::string> phrases;
+  };
+  for (const Case& c : std::vector<Case>{{", net_latency: -1 us", {"nccl.net_latency", "negative", "Fix:"}},
+                                         {", net_latency: 2 ms", {"net_latency", "0 to 1 ms", "Fix:"}},
+                                         {", net_latency: {LL: 20 us}", {"net_latency", "LL128", "all three"}},
+                                         {", net_latency: 20 us, latencies: false", {"net_latency", "latencies"}}}) {
+    const fs::path file = dir / "bad.yaml";
+    std::string text = rail_scenario(4);
+    const std::string from = "nccl: {system: dgx_h100}";
+    text.replace(text.find(from), from.size(), "nccl: {system: dgx_h100" + c.extra + "}");
+    std::ofstream(file) << text;
+    const CliResult r = run_cli("nccl-tests --scenario " + file.string() + " --op all_reduce -b 8 -e 8");
+    EXPECT_EQ(r.exit_code, 2) << c.extra << "\n" << r.output;
+    EXPECT_NE(r.output.find(file.string() + ":"), std::string::npos) << r.output;
+    for (const auto& p : c.phrases)
+      EXPECT_NE(r.output.find(p), std::string::npos) << "'" << p << "' missing for " << c.extra << ":\n" << r.output;
+  }
+}

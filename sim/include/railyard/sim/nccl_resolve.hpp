@@ -29,8 +29,13 @@ struct NcclSettings {
   std::optional<std::string> algo, proto; ///< NCCL_ALGO / NCCL_PROTO text
   models::NcclOverrides overrides;        ///< parsed from algo and proto
   bool latencies = true;                  ///< NCCL's base and per-hop latencies (false: bytes and links only)
-  models::NcclChannelLimits channels;     ///< nccl.min_channels / max_channels (NCCL_MIN/MAX_NCHANNELS)
-  InputLocation where;                    ///< the section, for messages
+  /// nccl.net_latency: one network step of NCCL's pipeline on this cluster's transport, wire included, per protocol
+  /// (LL, LL128, Simple), in place of NCCL's hwLat[NET] (measured by NVIDIA on InfiniBand) for Ring, Tree and
+  /// NVLSTree steps and point-to-point sends between nodes. Absent: NCCL's. (aws-ofi-nccl's tuner models EFA's as
+  /// 20 us on P5, 23 us with Simple's completion: models/README.md.)
+  std::optional<std::array<Seconds, 3>> net_latency;
+  models::NcclChannelLimits channels; ///< nccl.min_channels / max_channels (NCCL_MIN/MAX_NCHANNELS)
+  InputLocation where;                ///< the section, for messages
   /// nccl.library: NCCL (NVIDIA) or RCCL (AMD), or what the system implies (mi300x: RCCL). RCCL's cost model, rings
   /// and costs then come from models/rccl_tuning.hpp.
   models::CollectiveLibrary library = models::CollectiveLibrary::Nccl;
