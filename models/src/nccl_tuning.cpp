@@ -409,12 +409,14 @@ std::vector<NcclPrediction> table(const NcclTuningInput& in)
 
 namespace {
 
-// comm->maxThreads as ncclTopoTuneModel sets it (NCCL_NTHREADS / NCCL_LL128_NTHREADS unset); 0 where NCCL leaves
-// it unset, which makes the channel trimming below a no-op, as in NCCL.
+// comm->maxThreads as ncclTopoTuneModel sets it: NCCL_NTHREADS (in.nthreads) for Ring and Tree with Simple and LL,
+// NCCL_LL128_NTHREADS (in.ll128_nthreads) with LL128, NCCL's defaults where unset; NVLS and CollNet always
+// NCCL_MAX_NTHREADS. 0 where NCCL leaves it unset, which makes the channel trimming below a no-op, as in NCCL.
 int max_threads(const NcclTuningInput& in, Algorithm algo, Protocol proto)
 {
   const bool ring_or_tree = algo == Algorithm::Ring || algo == Algorithm::Tree;
   if (proto == Protocol::Simple) {
+    if (ring_or_tree && in.nthreads > 0) return in.nthreads;
     if (algo == Algorithm::Ring)
       return gbps(in.ring.bw_intra) * in.ring.channels <= k().pci_bw_gbps ? 256 : k().simple_max_threads;
     if (algo == Algorithm::Tree) return k().simple_max_threads;
@@ -422,7 +424,8 @@ int max_threads(const NcclTuningInput& in, Algorithm algo, Protocol proto)
     return 0;
   }
   if (!ring_or_tree) return 0;
-  return proto == Protocol::LL ? k().ll_max_threads : k().ll128_max_threads;
+  if (proto == Protocol::LL) return in.nthreads > 0 ? in.nthreads : k().ll_max_threads;
+  return in.ll128_nthreads > 0 ? in.ll128_nthreads : k().ll128_max_threads;
 }
 
 long thread_threshold(const NcclTuningInput& in, Algorithm algo, Protocol proto)

@@ -631,6 +631,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
 {
   std::optional<InputLocation> library_where, system_where;
   std::vector<std::pair<const char*, InputLocation>> rccl_keys; // nccl.msccl, nccl.mscclpp, nccl.graph_capture given
+  std::vector<std::pair<const char*, InputLocation>> nccl_only_keys; // nccl.nthreads, nccl.ll128_nthreads given
   root.expect_keys(
       {"name", "seed", "cluster", "network", "nccl", "collectives", "description", "profile", "workload", "jobs"});
   Scenario sc;
@@ -654,7 +655,7 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
   if (auto net = root.get("network")) parse_network(*net, sc.sim, sc.records);
   if (auto nc = root.get("nccl")) {
     nc->expect_keys({"step_overhead", "library", "system", "algo", "proto", "latencies", "net_latency", "min_channels",
-                     "max_channels", "msccl", "mscclpp", "graph_capture"});
+                     "max_channels", "nthreads", "ll128_nthreads", "msccl", "mscclpp", "graph_capture"});
     sc.nccl.where = nc->where();
     if (auto o = nc->get("step_overhead")) {
       sc.step_overhead = o->as_seconds();
@@ -724,6 +725,21 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
     };
     channel_limit("min_channels", sc.nccl.channels.min);
     channel_limit("max_channels", sc.nccl.channels.max);
+    // NCCL_NTHREADS / NCCL_LL128_NTHREADS: threads per channel, as NCCL's getNthreads takes them (src/graph/tuning.cc):
+    // a multiple of the warp size within NCCL's bounds. NCCL warns and clamps anything else; a scenario says what it
+    // means, so anything else is refused.
+    auto threads = [&](const char* key, const char* env, long lo, long hi, int& out) {
+      if (auto v = nc->get(key)) {
+        const auto nt = v->as_int(lo, hi, fmt::format("{}'s bounds", env));
+        if (nt % 32 != 0)
+          v->fail(fmt::format("{} ({}) is {}, not a multiple of the warp size (32)", key, env, nt),
+                  fmt::format("give a multiple of 32 from {} to {}", lo, hi));
+        out = static_cast<int>(nt);
+        nccl_only_keys.emplace_back(key, v->where());
+      }
+    };
+    threads("nthreads", "NCCL_NTHREADS", 64, 512, sc.nccl.nthreads); // 2 warps .. NCCL_SIMPLE_MAX_NTHREADS
+    threads("ll128_nthreads", "NCCL_LL128_NTHREADS", 160, 640, sc.nccl.ll128_nthreads); // MAX / 4 .. LL128_MAX
     // RCCL_MSCCL_ENABLE, RCCL_MSCCLPP_ENABLE, and whether the calls are captured into a HIP graph (MSCCL++ runs only
     // then): RCCL's default path on one 8x MI300X node (models/rccl_tuning.hpp rccl_default_kernel).
     for (const char* key : {"msccl", "mscclpp", "graph_capture"})
@@ -744,6 +760,15 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
   if (sc.nccl.library == models::CollectiveLibrary::Rccl) {
     const auto net = root.get("network");
     if (!net || !net->get("pxn")) sc.sim.pxn = false;
+  }
+  if (sc.nccl.library == models::CollectiveLibrary::Rccl && !nccl_only_keys.empty()) {
+    InputLocation w = nccl_only_keys.front().second;
+    w.field = std::string("nccl.") + nccl_only_keys.front().first;
+    throw InputError(w,
+                     fmt::format("nccl.{} sets NCCL's threads per channel, and RCCL's thread counts (its own "
+                                 "defaults and bounds per GPU) are not modelled",
+                                 nccl_only_keys.front().first),
+                     "remove the key for this RCCL scenario");
   }
   if (sc.nccl.library != models::CollectiveLibrary::Rccl && !rccl_keys.empty()) {
     InputLocation w = rccl_keys.front().second;

@@ -190,6 +190,8 @@ NcclCommunicator::NcclCommunicator(std::vector<int> ranks, const topo::Topology&
     in.nvls = graphs.nvls;
     in.comm_channels = graphs.comm_channels;
     in.nvls_channels = in.nvls_supported ? graphs.nvls_channels : 0;
+    in.nthreads = settings_.nthreads;
+    in.ll128_nthreads = settings_.ll128_nthreads;
     in.overrides = settings_.overrides;
     in.library = graphs.library;
     in.rccl = graphs.rccl;

@@ -667,3 +667,63 @@ TEST(NcclTestsCli, NetLatencyIsTheNetworkStepOfEveryRingHopBetweenNodes)
       EXPECT_NE(r.output.find(p), std::string::npos) << "'" << p << "' missing for " << c.extra << ":\n" << r.output;
   }
 }
+
+// nccl.nthreads / nccl.ll128_nthreads are NCCL_NTHREADS / NCCL_LL128_NTHREADS: comm->maxThreads, from which NCCL's
+// getAlgoInfo trims a call's channels while nBytes < nChannels x nThreads x threshold (src/enqueue.cc, thresholds
+// NCCL_LL_THREAD_THRESHOLD 8 x nRanks for Ring/LL, NCCL_LL128_THREAD_THRESHOLD 8, NCCL_SIMPLE_THREAD_THRESHOLD 64), so
+// fewer threads keep more channels on mid-size calls. Expected counts from that rule on one 8-GPU H100 node, whose
+// communicator has 24 channels (NCCL's defaults: 512 threads for LL and Simple there, 640 for LL128). Values NCCL's
+// getNthreads would clamp, and the keys on an RCCL node, exit 2 naming the key.
+TEST(NcclTestsCli, NthreadsAreNcclNthreadsAndTrimChannelsAsNcclDoes)
+{
+  const fs::path dir = railyard::test::temp_dir("nthreads");
+  int files = 0;
+  auto scenario = [&](const std::string& extra) {
+    const fs::path file = dir / ("node" + std::to_string(++files) + ".yaml");
+    std::ofstream(file) << "name: n\ncluster: {kind: single_node, nodes: 1, gpus_per_node: 8, node: "
+                           "{nvlink_bandwidth: 370.8 GB/s, nvlink_latency: 0.5 us}}\nnccl: {system: dgx_h100"
+                        << extra << "}\n";
+    return file.string();
+  };
+  auto channels = [&](const std::string& extra, const std::string& size, const std::string& proto) {
+    const CliResult r = run_cli("nccl-tests --scenario " + scenario(extra) + " --op all_reduce -b " + size + " -e " +
+                                size + " --algo ring --proto " + proto);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const std::size_t at = r.out.find(" channels\n"); // the choice line: "  65536 B  Ring/LL  2 channels"
+
+    if (at == std::string::npos) {
+      ADD_FAILURE() << r.out;
+      return 0;
+    }
+    const std::size_t start = r.out.rfind(' ', at - 1);
+    return std::stoi(r.out.substr(start, at - start));
+  };
+  // The largest count c <= 24 with c x threads x threshold <= bytes (at least 1).
+  auto expected = [](double bytes, double threads, double threshold) {
+    return std::max(1, std::min(24, static_cast<int>(bytes / (threads * threshold))));
+  };
+  EXPECT_EQ(channels("", "64K", "LL"), expected(65536, 512, 8 * 8));
+  EXPECT_EQ(channels(", nthreads: 128", "64K", "LL"), expected(65536, 128, 8 * 8));
+  EXPECT_EQ(channels("", "256K", "Simple"), expected(262144, 512, 64));
+  EXPECT_EQ(channels(", nthreads: 128", "256K", "Simple"), expected(262144, 128, 64));
+  EXPECT_EQ(channels("", "32K", "LL128"), expected(32768, 640, 8));
+  EXPECT_EQ(channels(", ll128_nthreads: 160", "32K", "LL128"), expected(32768, 160, 8));
+  // NCCL_NTHREADS does not touch LL128, nor NCCL_LL128_NTHREADS LL.
+  EXPECT_EQ(channels(", nthreads: 128", "32K", "LL128"), expected(32768, 640, 8));
+  EXPECT_EQ(channels(", ll128_nthreads: 160", "64K", "LL"), expected(65536, 512, 8 * 8));
+
+  const std::string rccl = (dir / "mi300x.yaml").string();
+  std::ofstream(rccl) << "name: m\ncluster: {kind: single_node, gpus_per_node: 8, node: {kind: fully_connected, "
+                         "xgmi_bandwidth: 48 GB/s, xgmi_latency: 0.7 us}}\nnccl: {nthreads: 256}\n";
+  for (const auto& [file, phrases] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {scenario(", nthreads: 100"), {"nccl.nthreads", "multiple of the warp size", "Fix:"}},
+           {scenario(", nthreads: 1024"), {"nccl.nthreads", "NCCL_NTHREADS"}},
+           {scenario(", ll128_nthreads: 64"), {"nccl.ll128_nthreads", "NCCL_LL128_NTHREADS"}},
+           {rccl, {"nccl.nthreads", "RCCL", "Fix:"}}}) {
+    const std::string text = railyard::test::read_file(file);
+    const CliResult r = run_cli("nccl-tests --scenario " + file + " --op all_reduce -b 8 -e 8");
+    EXPECT_EQ(r.exit_code, 2) << text << "\n" << r.output;
+    for (const auto& p : phrases)
+      EXPECT_NE(r.output.find(p), std::string::npos) << "'" << p << "' missing for " << text << ":\n" << r.output;
+  }
+}

@@ -95,6 +95,9 @@ struct NcclTuningInput {
   NcclGraph nvls;              ///< NVLS graph (NVLS and NVLSTree); channels 0 when the system has none
   int comm_channels = 0;       ///< comm->nChannels after ncclTopoPostset: where choose() starts trimming
   int nvls_channels = 0;       ///< comm->nvlsChannels: the channels NVLS algorithms launch
+  /// NCCL_NTHREADS (Ring and Tree with Simple and LL) and NCCL_LL128_NTHREADS (with LL128): comm->maxThreads where
+  /// given, as getNthreads takes them (multiples of 32 within NCCL's bounds: the scenario checks); 0: NCCL's defaults.
+  int nthreads = 0, ll128_nthreads = 0;
   NcclOverrides overrides;
   /// Rccl: algo_cost, predict, table, choose, check_request and validate follow RCCL's model (rccl_tuning.hpp);
   /// compute_capability and nvls_supported are then not read.

@@ -35,7 +35,9 @@ struct NcclSettings {
   /// 20 us on P5, 23 us with Simple's completion: models/README.md.)
   std::optional<std::array<Seconds, 3>> net_latency;
   models::NcclChannelLimits channels; ///< nccl.min_channels / max_channels (NCCL_MIN/MAX_NCHANNELS)
-  InputLocation where;                ///< the section, for messages
+  /// nccl.nthreads / nccl.ll128_nthreads: NCCL_NTHREADS / NCCL_LL128_NTHREADS (threads per channel); 0: unset
+  int nthreads = 0, ll128_nthreads = 0;
+  InputLocation where; ///< the section, for messages
   /// nccl.library: NCCL (NVIDIA) or RCCL (AMD), or what the system implies (mi300x: RCCL). RCCL's cost model, rings
   /// and costs then come from models/rccl_tuning.hpp.
   models::CollectiveLibrary library = models::CollectiveLibrary::Nccl;
