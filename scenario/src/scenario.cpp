@@ -761,24 +761,23 @@ Scenario parse_scenario(const YamlNode& root, bool collectives_required, const s
     const auto net = root.get("network");
     if (!net || !net->get("pxn")) sc.sim.pxn = false;
   }
-  if (sc.nccl.library == models::CollectiveLibrary::Rccl && !nccl_only_keys.empty()) {
-    InputLocation w = nccl_only_keys.front().second;
-    w.field = std::string("nccl.") + nccl_only_keys.front().first;
-    throw InputError(w,
-                     fmt::format("nccl.{} sets NCCL's threads per channel, and RCCL's thread counts (its own "
-                                 "defaults and bounds per GPU) are not modelled",
-                                 nccl_only_keys.front().first),
-                     "remove the key for this RCCL scenario");
-  }
-  if (sc.nccl.library != models::CollectiveLibrary::Rccl && !rccl_keys.empty()) {
-    InputLocation w = rccl_keys.front().second;
-    w.field = std::string("nccl.") + rccl_keys.front().first;
-    throw InputError(w,
-                     fmt::format("nccl.{} sets how RCCL takes calls (its MSCCL / MSCCL++ kernels on one AMD MI300X "
-                                 "node), and this scenario runs NCCL",
-                                 rccl_keys.front().first),
-                     "remove the key, or use nccl: {library: rccl} on a fully connected MI300X node");
-  }
+  // A key of one library's given for the other: refused at the first such key, which the message names.
+  const auto refuse_key = [](const std::vector<std::pair<const char*, InputLocation>>& keys, std::string_view what,
+                             const std::string& fix) {
+    InputLocation w = keys.front().second;
+    w.field = std::string("nccl.") + keys.front().first;
+    throw InputError(w, fmt::format("nccl.{} {}", keys.front().first, what), fix);
+  };
+  if (sc.nccl.library == models::CollectiveLibrary::Rccl && !nccl_only_keys.empty())
+    refuse_key(nccl_only_keys,
+               "sets NCCL's threads per channel, and RCCL's thread counts (its own defaults and bounds per GPU) are "
+               "not modelled",
+               "remove the key for this RCCL scenario");
+  if (sc.nccl.library != models::CollectiveLibrary::Rccl && !rccl_keys.empty())
+    refuse_key(rccl_keys,
+               "sets how RCCL takes calls (its MSCCL / MSCCL++ kernels on one AMD MI300X node), and this scenario "
+               "runs NCCL",
+               "remove the key, or use nccl: {library: rccl} on a fully connected MI300X node");
   if (!collectives_required && !root.has("collectives")) return sc;
   if (auto jobs = root.get("jobs")) {
     if (root.has("collectives") || root.has("workload"))
