@@ -618,14 +618,15 @@ TEST(NcclTestsCli, GpusSharingANicShareItsBandwidth)
 TEST(NcclTestsCli, NetLatencyIsTheNetworkStepOfEveryRingHopBetweenNodes)
 {
   const fs::path dir = railyard::test::temp_dir("net_latency");
-  auto time_us = [&](const std::string& nccl_extra, const std::string& proto) {
+  auto time_us = [&](const std::string& nccl_extra, const std::string& proto, const std::string& op = "all_reduce") {
     const fs::path file = dir / "ring.yaml";
     std::string text = rail_scenario(4);
     const std::string from = "nccl: {system: dgx_h100}";
     text.replace(text.find(from), from.size(), "nccl: {system: dgx_h100" + nccl_extra + "}");
     std::ofstream(file) << text;
-    const CliResult r =
-        run_cli("nccl-tests --scenario " + file.string() + " --op all_reduce -b 8 -e 8 --algo ring --proto " + proto);
+    const CliResult r = run_cli("nccl-tests --scenario " + file.string() +
+                                (op == "all_reduce" ? " --op all_reduce -b 8 -e 8 --algo ring --proto " + proto
+                                                    : " --op sendrecv -b 8 -e 8 --ranks '[0, 8]'"));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     const auto log = calibration::parse_nccl_tests_text(r.out, "all_reduce_perf.log");
     EXPECT_EQ(log.rows.size(), 1u) << r.out;
@@ -646,6 +647,9 @@ TEST(NcclTestsCli, NetLatencyIsTheNetworkStepOfEveryRingHopBetweenNodes)
   const double s40 = time_us(", net_latency: 40 us", "Simple");
   EXPECT_GT(s40, s20 + 8 * 20.0 - printed); // at least the chain's 8 network steps, each 20 us longer
   EXPECT_NEAR(time_us(map, "Simple"), s40, printed);
+  // A send between two nodes is one network step.
+  EXPECT_NEAR(time_us(", net_latency: 30 us", "", "sendrecv") - time_us(", net_latency: 20 us", "", "sendrecv"), 10.0,
+              printed);
 
   struct Case {
     std::string extra;
