@@ -618,12 +618,17 @@ TEST(NcclTestsCli, GpusSharingANicShareItsBandwidth)
 TEST(NcclTestsCli, NetLatencyIsTheNetworkStepOfEveryRingHopBetweenNodes)
 {
   const fs::path dir = railyard::test::temp_dir("net_latency");
-  auto time_us = [&](const std::string& nccl_extra, const std::string& proto, const std::string& op = "all_reduce") {
-    const fs::path file = dir / "ring.yaml";
+  // rail_scenario(4) with `extra` added to its nccl section, written to dir/name.
+  auto write_with = [&](const std::string& extra, const std::string& name) {
+    const fs::path file = dir / name;
     std::string text = rail_scenario(4);
     const std::string from = "nccl: {system: dgx_h100}";
-    text.replace(text.find(from), from.size(), "nccl: {system: dgx_h100" + nccl_extra + "}");
+    text.replace(text.find(from), from.size(), "nccl: {system: dgx_h100" + extra + "}");
     std::ofstream(file) << text;
+    return file;
+  };
+  auto time_us = [&](const std::string& nccl_extra, const std::string& proto, const std::string& op = "all_reduce") {
+    const fs::path file = write_with(nccl_extra, "ring.yaml");
     const CliResult r = run_cli("nccl-tests --scenario " + file.string() +
                                 (op == "all_reduce" ? " --op all_reduce -b 8 -e 8 --algo ring --proto " + proto
                                                     : " --op sendrecv -b 8 -e 8 --ranks '[0, 8]'"));
@@ -659,11 +664,7 @@ TEST(NcclTestsCli, NetLatencyIsTheNetworkStepOfEveryRingHopBetweenNodes)
                                          {", net_latency: 2 ms", {"net_latency", "0 to 1 ms", "Fix:"}},
                                          {", net_latency: {LL: 20 us}", {"net_latency", "LL128", "all three"}},
                                          {", net_latency: 20 us, latencies: false", {"net_latency", "latencies"}}}) {
-    const fs::path file = dir / "bad.yaml";
-    std::string text = rail_scenario(4);
-    const std::string from = "nccl: {system: dgx_h100}";
-    text.replace(text.find(from), from.size(), "nccl: {system: dgx_h100" + c.extra + "}");
-    std::ofstream(file) << text;
+    const fs::path file = write_with(c.extra, "bad.yaml");
     const CliResult r = run_cli("nccl-tests --scenario " + file.string() + " --op all_reduce -b 8 -e 8");
     EXPECT_EQ(r.exit_code, 2) << c.extra << "\n" << r.output;
     EXPECT_NE(r.output.find(file.string() + ":"), std::string::npos) << r.output;
@@ -694,7 +695,6 @@ TEST(NcclTestsCli, NthreadsAreNcclNthreadsAndTrimChannelsAsNcclDoes)
                                 size + " --algo ring --proto " + proto);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     const std::size_t at = r.out.find(" channels\n"); // the choice line: "  65536 B  Ring/LL  2 channels"
-
     if (at == std::string::npos) {
       ADD_FAILURE() << r.out;
       return 0;
