@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -168,8 +169,11 @@ TEST(CoupledQueues, IncastAgreesWithThePerTransferNetwork)
 }
 
 // The adaptive steps integrate only while a port is congested; stepping every 1 us throughout is the reference. On an
-// incast (DCQCN + PFC, and DCQCN alone) and on rings crossing one oversubscribed uplink, the two agree within 1% on
-// time, deepest queue, marks and pause time.
+// incast (DCQCN + PFC, and DCQCN alone) the two agree within 1% on time, deepest queue, marks and pause time. Two rings
+// crossing one oversubscribed uplink with DCQCN + PFC are chaotic: which lane draws the next CNP first moves a run by
+// up to 3% in time and 7% in marks either way, seed by seed, in either integration (measured 2026-12-07 over 16 seeds),
+// so one seed cannot hold the two to 1%. They are held to the same outcome over 16 seeds instead: the means of time,
+// deepest queue, marks and pause time within 1%.
 TEST(CoupledQueues, AdaptiveStepsMatchFixedSteps)
 {
   const topo::ClusterSpec spec = one_spine();
@@ -195,21 +199,34 @@ TEST(CoupledQueues, AdaptiveStepsMatchFixedSteps)
     const Workload& w;
     sim::CongestionControl cc;
     bool pfc;
+    int seeds;
   };
-  for (const Case& c : {Case{"incast dcqcn+pfc", spec, in, sim::CongestionControl::Dcqcn, true},
-                        Case{"incast dcqcn", spec, in, sim::CongestionControl::Dcqcn, false},
-                        Case{"rings dcqcn+pfc", fat, rings, sim::CongestionControl::Dcqcn, true}}) {
-    const auto ad = run(c.spec, c.w, c.cc, c.pfc, true);
-    const auto fx = run(c.spec, c.w, c.cc, c.pfc, false);
-    ASSERT_EQ(ad.size(), 9U) << c.name;
-    ASSERT_EQ(fx.size(), 9U) << c.name;
-    std::printf("%-17s adaptive %.6f s q %.0f marks %.1f pause %.4g | fixed %.6f s q %.0f marks %.1f pause %.4g\n",
-                c.name, ad[0], ad[3], ad[4], ad[5], fx[0], fx[3], fx[4], fx[5]);
+  for (const Case& c : {Case{"incast dcqcn+pfc", spec, in, sim::CongestionControl::Dcqcn, true, 1},
+                        Case{"incast dcqcn", spec, in, sim::CongestionControl::Dcqcn, false, 1},
+                        Case{"rings dcqcn+pfc", fat, rings, sim::CongestionControl::Dcqcn, true, 16}}) {
+    // Means over the seeds of time, deepest queue, marks and pause time (indices of run()'s answer).
+    constexpr std::size_t kIdx[] = {0, 3, 4, 5};
+    std::vector<double> ad(4, 0.0), fx(4, 0.0);
+    double spread = 0; // the largest relative gap in time of one seed
+    for (int seed = 1; seed <= c.seeds; ++seed) {
+      const auto r = run(c.spec, c.w, c.cc, c.pfc, true, sim::CommModel::Coupled, static_cast<std::uint64_t>(seed));
+      const auto f = run(c.spec, c.w, c.cc, c.pfc, false, sim::CommModel::Coupled, static_cast<std::uint64_t>(seed));
+      ASSERT_EQ(r.size(), 9U) << c.name;
+      ASSERT_EQ(f.size(), 9U) << c.name;
+      for (std::size_t i = 0; i < 4; ++i) {
+        ad[i] += r[kIdx[i]] / c.seeds;
+        fx[i] += f[kIdx[i]] / c.seeds;
+      }
+      spread = std::max(spread, std::abs(r[0] / f[0] - 1));
+    }
+    std::printf("%-17s (%2d seed(s)) adaptive %.6f s q %.0f marks %.1f pause %.4g | fixed %.6f s q %.0f marks %.1f "
+                "pause %.4g | one seed's time apart by up to %.2f%%\n",
+                c.name, c.seeds, ad[0], ad[1], ad[2], ad[3], fx[0], fx[1], fx[2], fx[3], 100 * spread);
     EXPECT_NEAR(ad[0], fx[0], 0.01 * fx[0]) << c.name;
-    EXPECT_GT(fx[3], 0.0) << c.name; // it is congested
-    EXPECT_NEAR(ad[3], fx[3], 0.01 * fx[3]) << c.name;
-    EXPECT_NEAR(ad[4], fx[4], 0.01 * fx[4]) << c.name;
-    EXPECT_NEAR(ad[5], fx[5], 0.01 * fx[5] + 1e-12) << c.name;
+    EXPECT_GT(fx[1], 0.0) << c.name; // it is congested
+    EXPECT_NEAR(ad[1], fx[1], 0.01 * fx[1]) << c.name;
+    EXPECT_NEAR(ad[2], fx[2], 0.01 * fx[2]) << c.name;
+    EXPECT_NEAR(ad[3], fx[3], 0.01 * fx[3] + 1e-12) << c.name;
   }
 }
 
