@@ -130,6 +130,9 @@ private:
     models::cc::ReactionPoint rp;
     double hazard = 0, threshold = 1, last_cnp = 0;
     double hazard_rate = 0; ///< hazard gained per second over its last step
+    /// Over its step under way: the dates between which every packet it sent left marked (a port above K_max);
+    /// marked_off <= marked_on: none.
+    double marked_on = 0, marked_off = 0;
     std::uint64_t rng = 0;
     /// Catching up (its window holds bytes and its DCQCN rate is above its share): what it would send beyond its share
     /// (DCQCN rate - share), else 0; its host link grants it at most its level of that (catch_rate()).

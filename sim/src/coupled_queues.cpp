@@ -956,6 +956,8 @@ void Network::step(std::uint32_t g, double t1)
     LaneRec& lr = lanes_[ln];
     lr.step_t0 = std::max(t0, lr.t); // a lane stepped since t0 sends from then
     lr.hazard_rate = lr.hazard;      // its hazard at the start (the rate is taken at the end)
+    lr.marked_on = kInf;             // no packet of it marked throughout yet
+    lr.marked_off = -kInf;
     const double sent = lane_send(lr, t1, t1 - lr.step_t0);
     lr.injected += sent;
     lr.arriving[0] += sent;
@@ -981,11 +983,15 @@ void Network::step(std::uint32_t g, double t1)
     // What arrives at no more than the capacity leaves (a relative 1e-12 above is the rounding of a port fed at
     // exactly its capacity, not a queue).
     const double ratio = held > service * (1 + 1e-12) ? service / held : 1.0;
-    // Packets leave marked with RED's probability of the queue they leave, which moves linearly over the step: the
-    // mean of its probabilities at the step's two ends (exact inside RED's band, however long the step).
-    const StepMarking marking =
-        dcqcn ? step_marking(dc, q.queue, ratio == 1.0 ? 0.0 : std::max(0.0, held - service)) : StepMarking{};
+    // Packets leave marked with RED's probability of the queue they leave, which moves linearly over the step, until
+    // it empties (its bytes held at the start leave first, at the service left after what arrives): inside RED's band
+    // the mean of the probabilities at a piece's two ends (exact however long the step), above K_max every packet.
+    const double arrived = std::max(0.0, held - q.queue);
+    const double s_end = ratio == 1.0 && q.queue > 0 && service > arrived ? q.queue / (service - arrived) : 1.0;
+    const PathMarking marking =
+        dcqcn ? path_marking(dc, q.queue, ratio == 1.0 ? 0.0 : std::max(0.0, held - service), s_end) : PathMarking{};
     const double p = marking.p, hazard = marking.hazard;
+    const bool all_marked = marking.off > marking.on;
     double sent = 0;
     for (const auto& [ln, k] : q.lanes) {
       LaneRec& lr = lanes_[ln];
@@ -999,7 +1005,11 @@ void Network::step(std::uint32_t g, double t1)
         lr.delivered += dep;
         lr.last_delivery += dep;
       }
-      if (dep > 0 && hazard > 0) lr.hazard += hazard == kInf ? kInf : dep / lr.qps / mtu * hazard;
+      if (dep > 0 && hazard > 0) lr.hazard += dep / lr.qps / mtu * hazard;
+      if (dep > 0 && all_marked) {
+        lr.marked_on = std::min(lr.marked_on, t0 + marking.on * dt);
+        lr.marked_off = std::max(lr.marked_off, t0 + marking.off * dt);
+      }
     }
     const double queue = ratio == 1.0 ? 0.0 : std::max(0.0, held - sent);
     if ((queue > 0) != (q.queue > 0)) list_heat(l);
@@ -1020,15 +1030,17 @@ void Network::step(std::uint32_t g, double t1)
   if (dcqcn)
     for (const std::uint32_t ln : G.lanes) {
       LaneRec& lr = lanes_[ln];
-      if (lr.hazard < lr.threshold) {
+      const bool all_marked = lr.marked_off > lr.marked_on;
+      if (!all_marked && lr.hazard < lr.threshold) {
         lr.hazard_rate = (lr.hazard - lr.hazard_rate) / dt;
         continue;
       }
       // Its hazard grew linearly over the step. Each crossing of its threshold is a marked packet, which the
       // notification point handles at the end of the time step it falls in (the grid of time_step inside a longer
       // step: so a long step dates CNPs as time steps would): the first after the CNP interval sends a CNP, back at the
-      // sender a round trip later; a crossing inside the interval only draws the next threshold. A queue marking every
-      // packet sends a CNP at the first grid point out of the interval.
+      // sender a round trip later; a crossing inside the interval only draws the next threshold. A lane marked on
+      // every packet over part of the step (a port above K_max) sends a CNP at the first grid point out of the interval
+      // inside that part.
       const double interval = dc.cnp_interval.seconds();
       const double rate = (lr.hazard - lr.hazard_rate) / dt;
       const auto grid = [&](double x) { return std::min(t1, t0 + step_ * std::max(1.0, std::ceil((x - t0) / step_))); };
@@ -1037,12 +1049,13 @@ void Network::step(std::uint32_t g, double t1)
         qevents_.post(std::max(t1, at + 2 * lr.latency), QEvent{ln, lr.gen, QEventKind::Cnp});
         ++cnps_;
       };
-      if (!std::isfinite(rate)) {
-        for (double e = std::max(t0, lr.last_cnp + interval); e <= t1; e = lr.last_cnp + interval)
+      if (all_marked) {
+        // Every packet it sent through a port above K_max over [marked_on, marked_off] left marked.
+        for (double e = std::max(lr.marked_on, lr.last_cnp + interval); e <= lr.marked_off; e = lr.last_cnp + interval)
           cnp(grid(e));
         lr.threshold = next_exponential(lr.rng);
         lr.hazard = 0;
-        lr.hazard_rate = rate;
+        lr.hazard_rate = kInf;
         continue;
       }
       double hz = lr.hazard_rate, at = t0;

@@ -6,6 +6,7 @@
 #include "railyard/common/hash.hpp"
 #include "railyard/models/cc/dcqcn.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -39,6 +40,56 @@ inline StepMarking step_marking(const models::cc::DcqcnParams& d, double queue_s
   const double p0 = models::cc::marking_probability(d, Bytes(queue_start));
   const double p1 = models::cc::marking_probability(d, Bytes(queue_end));
   return {(p0 + p1) / 2, (mark_hazard(p0) + mark_hazard(p1)) / 2};
+}
+
+/// How a step's departures from a queue are marked when the queue moves linearly from `queue_start` to `queue_end`
+/// bytes over the first `s_end` of the step (a fraction of it) and stays at `queue_end` after (a queue that empties
+/// inside the step): `p`, the mean of RED's probability over the step; `hazard`, the mean per-packet hazard where the
+/// probability is below 1 (each piece inside RED's band with the mean of its two ends' hazards, so a step inside the
+/// band gets step_marking()'s answer); [on, off], the part of the step (fractions of it) where the queue is above
+/// K_max and every packet leaves marked (on >= off: none). A step entirely above K_max is [0, 1], as step_marking()'s
+/// infinite hazard; one that crosses K_max or empties inside the step is not marked throughout.
+struct PathMarking {
+  double p = 0, hazard = 0, on = 1, off = 0;
+};
+
+inline PathMarking path_marking(const models::cc::DcqcnParams& d, double queue_start, double queue_end, double s_end)
+{
+  PathMarking m;
+  const double k_min = d.k_min.bytes(), k_max = d.k_max.bytes();
+  // One piece of the path, [sa, sb] of the step, over which the queue moves linearly from qa to qb and stays on one
+  // side of K_min and of K_max.
+  const auto region = [&](double sa, double sb, double qa, double qb) {
+    const double len = sb - sa;
+    if (!(len > 0)) return;
+    const double mid = (qa + qb) / 2;
+    if (mid > k_max) {
+      m.on = std::min(m.on, sa);
+      m.off = std::max(m.off, sb);
+      m.p += len;
+    } else if (mid > k_min) {
+      const double p0 = models::cc::marking_probability(d, Bytes(qa));
+      const double p1 = models::cc::marking_probability(d, Bytes(qb));
+      m.p += len * (p0 + p1) / 2;
+      m.hazard += len * (mark_hazard(p0) + mark_hazard(p1)) / 2;
+    }
+  };
+  // A linear piece, cut where it crosses K_min and K_max.
+  const auto piece = [&](double sa, double sb, double qa, double qb) {
+    if (!(sb > sa)) return;
+    const auto cut = [&](double k) { // where the piece crosses k, or sb
+      return (qa - k) * (qb - k) < 0 ? sa + (sb - sa) * (k - qa) / (qb - qa) : sb;
+    };
+    const double c1 = std::min(cut(k_min), cut(k_max)), c2 = std::max(cut(k_min), cut(k_max));
+    const auto q_at = [&](double s) { return s >= sb ? qb : qa + (qb - qa) * (s - sa) / (sb - sa); };
+    region(sa, c1, qa, q_at(c1));
+    region(c1, c2, q_at(c1), q_at(c2));
+    region(c2, sb, q_at(c2), qb);
+  };
+  const double se = std::clamp(s_end, 0.0, 1.0);
+  piece(0.0, se, queue_start, queue_end);
+  piece(se, 1.0, queue_end, queue_end);
+  return m;
 }
 
 } // namespace railyard::sim
