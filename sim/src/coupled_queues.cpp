@@ -1042,7 +1042,6 @@ void Network::step(std::uint32_t g, double t1)
       // every packet over part of the step (a port above K_max) sends a CNP at the first grid point out of the interval
       // inside that part.
       const double interval = dc.cnp_interval.seconds();
-      const double rate = (lr.hazard - lr.hazard_rate) / dt;
       const auto grid = [&](double x) { return std::min(t1, t0 + step_ * std::max(1.0, std::ceil((x - t0) / step_))); };
       const auto cnp = [&](double at) {
         lr.last_cnp = at;
@@ -1058,6 +1057,7 @@ void Network::step(std::uint32_t g, double t1)
         lr.hazard_rate = kInf;
         continue;
       }
+      const double rate = (lr.hazard - lr.hazard_rate) / dt;
       double hz = lr.hazard_rate, at = t0;
       while (rate > 0) {
         const double tc = at + std::max(0.0, lr.threshold - hz) / rate;
