@@ -9,13 +9,13 @@
 // egress ports are fluid queues, served in up*/down* order within a step so a step's departures feed the next hop in
 // the same step; a port serves capacity x dt, each lane in proportion to what it has queued there (processor sharing of
 // the queue's content: in steady state each lane leaves at the share it arrives at, as with FIFO). Departing bytes are
-// ECN-marked with RED's probability of the queue they leave, the mean of its values at the step's two ends (the queue
-// moves linearly over a step); a lane's marks trigger CNPs as the per-transfer queue model's do (fluid_queues.cpp: an
-// exponential threshold on the accumulated hazard per packet, handled at the end of the time step it falls in, at most
-// one CNP per interval, back at the sender two path latencies later). PFC counts per ingress link the bytes that came
-// in over it and still wait in the switch's egress queues: above XOFF it pauses that link (a switch port stops serving;
-// a host link stops every flow with a lane behind it), below XON it resumes it, each a cable latency (plus the response
-// time) after crossing.
+// ECN-marked with RED's probability of the queue they leave, which moves linearly over a step until it empties
+// (ecn_draws.hpp, path_marking(): above K_max every packet over that part); a lane's marks trigger CNPs as the
+// per-transfer queue model's do (fluid_queues.cpp: an exponential threshold on the accumulated hazard per packet,
+// handled at the end of the time step it falls in, at most one CNP per interval, back at the sender two path latencies
+// later). PFC counts per ingress link the bytes that came in over it and still wait in the switch's egress queues:
+// above XOFF it pauses that link (a switch port stops serving; a host link stops every flow with a lane behind it),
+// below XON it resumes it, each a cable latency (plus the response time) after crossing.
 //
 // Adaptive steps (FluidConfig::adaptive_steps), port by port: a port offered no more than its capacity (its lanes'
 // send rates summed) with an empty queue passes everything through at once. A port is hot when it is offered more,

@@ -1,5 +1,5 @@
-// What both queue models (fluid_queues.cpp per transfer, coupled_queues.cpp per lane of a coupled flow) draw for the
-// notification point: a flow's marks form a Poisson-like process whose first arrival after the receiver's CNP
+// What both queue models (fluid_queues.cpp per transfer, coupled_queues.cpp per lane of a coupled flow) mark and draw
+// for the notification point: a flow's marks form a Poisson-like process whose first arrival after the receiver's CNP
 // interval sends a CNP, drawn as an exponential threshold on the accumulated hazard -ln(1 - p) per packet.
 #pragma once
 
@@ -28,27 +28,13 @@ inline double mark_hazard(double p)
   return p <= 0 ? 0.0 : (p >= 1 ? std::numeric_limits<double>::infinity() : -std::log1p(-p));
 }
 
-/// How a step's departures from a queue are marked: the queue moves linearly from `queue_start` to `queue_end` bytes
-/// over the step, so they leave with the mean of RED's probability at the two ends (`p`), each adding the mean of the
-/// two ends' hazards (`hazard`).
-struct StepMarking {
-  double p = 0, hazard = 0;
-};
-
-inline StepMarking step_marking(const models::cc::DcqcnParams& d, double queue_start, double queue_end)
-{
-  const double p0 = models::cc::marking_probability(d, Bytes(queue_start));
-  const double p1 = models::cc::marking_probability(d, Bytes(queue_end));
-  return {(p0 + p1) / 2, (mark_hazard(p0) + mark_hazard(p1)) / 2};
-}
-
 /// How a step's departures from a queue are marked when the queue moves linearly from `queue_start` to `queue_end`
 /// bytes over the first `s_end` of the step (a fraction of it) and stays at `queue_end` after (a queue that empties
 /// inside the step): `p`, the mean of RED's probability over the step; `hazard`, the mean per-packet hazard where the
 /// probability is below 1 (each piece inside RED's band with the mean of its two ends' hazards, so a step inside the
-/// band gets step_marking()'s answer); [on, off], the part of the step (fractions of it) where the queue is above
-/// K_max and every packet leaves marked (on >= off: none). A step entirely above K_max is [0, 1], as step_marking()'s
-/// infinite hazard; one that crosses K_max or empties inside the step is not marked throughout.
+/// band gets the mean of its two ends' probabilities and hazards); [on, off], the part of the step (fractions of it)
+/// where the queue is above K_max and every packet leaves marked (on >= off: none). A step entirely above K_max is
+/// [0, 1]; one that crosses K_max or empties inside the step is marked throughout only over its part above K_max.
 struct PathMarking {
   double p = 0, hazard = 0, on = 1, off = 0;
 };

@@ -5,8 +5,8 @@
 // In each step of at most `time_step`, every busy egress port, in up*/down* order so a step's departures feed the
 // next hop in the same step, serves capacity x dt from its FIFO of arrival batches (fluid_fifo.hpp): bytes leave in
 // the order they arrived, and the flows of one batch in proportion. Unpaused priorities share the port in proportion
-// to what each has queued. Departing bytes are ECN-marked with RED's probability of the queue they leave, the mean of
-// its values at the step's two ends (the queue moves linearly over a step); a flow's
+// to what each has queued. Departing bytes are ECN-marked with RED's probability of the queue they leave, which moves
+// linearly over a step until it empties (ecn_draws.hpp, path_marking()); a flow's
 // marks form a Poisson-like process whose first arrival after the receiver's CNP interval triggers a CNP (an
 // exponential threshold on the accumulated hazard -ln(1 - p) per packet, so a window sees at least one mark with
 // probability 1 - prod(1 - p)). Per ingress port and priority the switch counts the bytes that came in there and
@@ -182,16 +182,22 @@ void Net::queue_step(double t0, double t1)
         offered += fifo.bytes();
     const double service = ls.capacity * dt;
     const double ratio = offered > service ? service / offered : 1.0;
-    // Packets leave marked with RED's probability of the queue they leave, which moves linearly over the step: the
-    // mean of its probabilities at the step's two ends.
-    StepMarking marking;
+    // Packets leave marked with RED's probability of the queue they leave, which moves linearly over the step until it
+    // empties (its bytes held at the start leave first, at the service left after what arrives), as in the coupled
+    // model (path_marking()): inside RED's band the mean of a piece's two ends, above K_max every packet. A step with
+    // any part above K_max marks its flows' packets there, and their notification points see a mark (dated at the
+    // step's end, as every other).
+    PathMarking marking;
     if (cfg_.cc == CongestionControl::Dcqcn) {
       double end_queue = 0;
       for (const auto& [prio, fifo] : port.by_priority)
         end_queue += ((ls.paused_mask >> prio) & 1U) ? fifo.bytes() : fifo.bytes() * (1 - ratio);
-      marking = step_marking(dc, la.queue, end_queue);
+      const double arrived = std::max(0.0, offered - la.queue);
+      const double s_end =
+          !(end_queue > 0) && la.queue > 0 && service > arrived ? la.queue / (service - arrived) : 1.0;
+      marking = path_marking(dc, la.queue, end_queue, s_end);
     }
-    const double p = marking.p, hazard = marking.hazard;
+    const double p = marking.p, hazard = marking.off > marking.on ? kInf : marking.hazard;
     auto leave = [&](std::uint32_t fi, std::uint8_t k, double dep) {
       FabricFlow& q = fab_[fi];
       const Flow& fl = flows_[q.flow];

@@ -22,7 +22,7 @@ struct Red {
 };
 
 // Inside RED's band the mean of the probabilities at the two ends is exact (p is linear in the queue); the step's
-// hazard is the mean of the ends' hazards, as the per-transfer model's step_marking() gives.
+// hazard is the mean of the ends' hazards.
 TEST(PathMarking, InsideTheBandIsTheMeanOfTheEnds)
 {
   const Red red;
@@ -34,9 +34,6 @@ TEST(PathMarking, InsideTheBandIsTheMeanOfTheEnds)
   EXPECT_NEAR(m.p, (red.p(q0) + red.p(q1)) / 2, 1e-15);
   EXPECT_NEAR(m.hazard, (mark_hazard(red.p(q0)) + mark_hazard(red.p(q1))) / 2, 1e-15);
   EXPECT_GE(m.on, m.off); // no packet marked for sure
-  const auto step = sim::step_marking(red.d, q0, q1);
-  EXPECT_NEAR(m.p, step.p, 1e-15);
-  EXPECT_NEAR(m.hazard, step.hazard, 1e-15);
 }
 
 // Above K_max throughout: every packet of the whole step leaves marked.
