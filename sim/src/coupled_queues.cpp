@@ -987,7 +987,7 @@ void Network::step(std::uint32_t g, double t1)
     // it empties (its bytes held at the start leave first, at the service left after what arrives): inside RED's band
     // the mean of the probabilities at a piece's two ends (exact however long the step), above K_max every packet.
     const double arrived = std::max(0.0, held - q.queue);
-    const double s_end = ratio == 1.0 && q.queue > 0 && service > arrived ? q.queue / (service - arrived) : 1.0;
+    const double s_end = ratio == 1.0 ? empties_at(q.queue, arrived, service) : 1.0;
     const PathMarking marking =
         dcqcn ? path_marking(dc, q.queue, ratio == 1.0 ? 0.0 : std::max(0.0, held - service), s_end) : PathMarking{};
     const double p = marking.p, hazard = marking.hazard;

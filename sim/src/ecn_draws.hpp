@@ -28,6 +28,14 @@ inline double mark_hazard(double p)
   return p <= 0 ? 0.0 : (p >= 1 ? std::numeric_limits<double>::infinity() : -std::log1p(-p));
 }
 
+/// Where inside a step (a fraction of it) a queue holding `queue_start` bytes at its start empties, when `arrived`
+/// bytes come in over the step and `service` bytes can leave: its bytes held at the start leave first, at the service
+/// left after what arrives. For a queue known to empty within the step (the caller's test); 1 if nothing drains it.
+inline double empties_at(double queue_start, double arrived, double service)
+{
+  return queue_start > 0 && service > arrived ? queue_start / (service - arrived) : 1.0;
+}
+
 /// How a step's departures from a queue are marked when the queue moves linearly from `queue_start` to `queue_end`
 /// bytes over the first `s_end` of the step (a fraction of it) and stays at `queue_end` after (a queue that empties
 /// inside the step): `p`, the mean of RED's probability over the step; `hazard`, the mean per-packet hazard where the

@@ -193,8 +193,7 @@ void Net::queue_step(double t0, double t1)
       for (const auto& [prio, fifo] : port.by_priority)
         end_queue += ((ls.paused_mask >> prio) & 1U) ? fifo.bytes() : fifo.bytes() * (1 - ratio);
       const double arrived = std::max(0.0, offered - la.queue);
-      const double s_end =
-          !(end_queue > 0) && la.queue > 0 && service > arrived ? la.queue / (service - arrived) : 1.0;
+      const double s_end = !(end_queue > 0) ? empties_at(la.queue, arrived, service) : 1.0;
       marking = path_marking(dc, la.queue, end_queue, s_end);
     }
     const double p = marking.p, hazard = marking.off > marking.on ? kInf : marking.hazard;

@@ -1,4 +1,4 @@
-// How a step of the coupled queue model marks the packets leaving a queue (sim/src/ecn_draws.hpp, path_marking()):
+// How a step of either queue model marks the packets leaving a queue (sim/src/ecn_draws.hpp, path_marking()):
 // the queue moves linearly over the step (until it empties), and each part of the path is marked with RED's
 // probability there. Expectations from RED's piecewise-linear probability (0 up to K_min, p_max (q - K_min) /
 // (K_max - K_min) inside the band, 1 above K_max) integrated over that path by hand.
