@@ -15,6 +15,11 @@
 // the hardware. Summaries: the geometric-mean error exp(mean |ln(simulated/measured)|) - 1, the signed bias
 // exp(mean ln(simulated/measured)) - 1, the worst point and the share within 15%.
 //
+// Beside the simulation, on the held-out half's time rows: NCCL's own cost model for the same algorithm and protocol
+// (models::predict, ncclTopoGetAlgoTime), and the measurement's repeatability: each row's out-of-place time against
+// its in-place time (time_in_place_us), the same call timed twice in one run. No model that gives one time per row can
+// come closer to both columns than they are to each other. --csv writes each point with NCCL's model time.
+//
 // Points are left out, with the reason counted, where the system is one Railyard cannot describe (the systems file
 // says why), where the row's flag doubts the measurement itself (approx_prose_values, reported_below_expectation,
 // issue_title_reports_failure; --all-flags keeps them), and where the source gives neither a time nor a busbw.
@@ -22,8 +27,11 @@
 #include "railyard/common/error.hpp"
 #include "railyard/common/hash.hpp"
 #include "railyard/common/yaml.hpp"
+#include "railyard/models/nccl_tuning.hpp"
 #include "railyard/scenario/nccl_tests.hpp"
 #include "railyard/scenario/scenario.hpp"
+#include "railyard/sim/nccl_resolve.hpp"
+#include "railyard/topologies/topology.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -64,6 +72,7 @@ struct Result {
   int gpus_per_thread = 1; ///< nccl-tests -g of the source's command
   int channels = 1;        ///< NCCL's channels for the call
   double device_time_us = 0;
+  double nccl_model_us = NAN; ///< NCCL's own cost model (ncclTopoGetAlgoTime) for the call as simulated
   [[nodiscard]] double log_ratio() const
   {
     return by_time ? std::log(simulated / measured) : std::log(measured / simulated); // busbw: inverse of time
@@ -177,6 +186,54 @@ void print_table(const std::string& title, const std::map<std::string, std::pair
   fmt::print("{:<{}} {:<53} | {}\n", "", w, head, head);
   for (const auto& [k, v] : rows)
     fmt::print("{:<{}} {:<53} | {}\n", k, w, v.first.line(), v.second.line());
+}
+
+// The simulation beside two references on the same points (held-out half): NCCL's own cost model for the
+// algorithm and protocol simulated, and the measurement's repeatability, its out-of-place time against the in-place
+// time of the same row (the same call timed twice in one run; no model that gives one time per row can match both).
+struct Beside {
+  int n = 0, rep_n = 0, rep_over15 = 0;
+  double sim_abs = 0, sim = 0, model_abs = 0, model = 0, rep_abs = 0;
+  void add(const Result& r)
+  {
+    if (!r.by_time) return;
+    if (std::isfinite(r.nccl_model_us) && r.nccl_model_us > 0) {
+      const double ls = r.log_ratio(), lm = std::log(r.nccl_model_us / r.measured);
+      ++n;
+      sim_abs += std::abs(ls);
+      sim += ls;
+      model_abs += std::abs(lm);
+      model += lm;
+    }
+    const double ip = r.point->f.count("time_in_place_us") ? r.point->num("time_in_place_us") : NAN;
+    if (std::isfinite(ip) && ip > 0) {
+      const double l = std::abs(std::log(ip / r.measured));
+      ++rep_n;
+      rep_abs += l;
+      if (std::exp(l) - 1 > 0.15) ++rep_over15;
+    }
+  }
+  [[nodiscard]] std::string line() const
+  {
+    auto pct = [](double v) { return 100 * (std::exp(v) - 1); };
+    std::string a = n ? fmt::format("{:>4} {:>8.1f}% {:>+8.1f}% {:>8.1f}% {:>+8.1f}%", n, pct(sim_abs / n),
+                                    pct(sim / n), pct(model_abs / n), pct(model / n))
+                      : fmt::format("{:>4} {:>9} {:>9} {:>9} {:>9}", 0, "-", "-", "-", "-");
+    std::string b =
+        rep_n ? fmt::format("{:>4} {:>8.1f}% {:>8.0f}%", rep_n, pct(rep_abs / rep_n), 100.0 * rep_over15 / rep_n)
+              : fmt::format("{:>4} {:>9} {:>9}", 0, "-", "-");
+    return a + " | " + b;
+  }
+};
+
+void print_beside(const std::vector<std::map<std::string, Beside>>& blocks)
+{
+  std::size_t w = 36;
+  fmt::print("{:<{}} {:>4} {:>9} {:>9} {:>9} {:>9} | {:>4} {:>9} {:>9}\n", "", w, "n", "sim geo", "sim bias",
+             "NCCL geo", "NCCL bias", "n", "oop/ip", ">15%");
+  for (const auto& rows : blocks)
+    for (const auto& [k, v] : rows)
+      if (v.n > 0 || v.rep_n > 0) fmt::print("{:<{}} {}\n", k, w, v.line());
 }
 
 std::string band(double bytes)
@@ -328,6 +385,16 @@ int main(int argc, char** argv)
       r.device_time_us = row.time.seconds() * 1e6;
       r.gpus_per_thread = run.gpus_per_thread;
       r.channels = row.call.channels.value_or(1);
+      if (!p2p) {
+        // NCCL's own cost model for the same algorithm and protocol, beside the simulation (a diagnostic: where the
+        // two part ways, the simulated schedule and NCCL's latency + bytes / bandwidth disagree).
+        const topo::Topology topology = topo::build_topology(sc.cluster, sc.cluster_where);
+        models::CollectiveCall call = row.call;
+        call.ranks = o.ranks;
+        if (const auto in = sim::nccl_input(call, topology, sc.nccl))
+          if (const auto t = models::predict(*in, *row.call.algorithm, *row.call.protocol))
+            r.nccl_model_us = t->seconds() * 1e6;
+      }
       if (!(r.simulated > 0)) {
         ++left_out["simulated nothing (zero time or bandwidth)"];
         continue;
@@ -411,17 +478,35 @@ int main(int argc, char** argv)
     print_table("by NCCL algorithm/protocol as simulated", by_algo);
     print_table("whole corpus", all);
 
+    // Held-out half: the simulation and NCCL's own cost model on the points both time (time rows, no p2p), and the
+    // rows' out-of-place against in-place times.
+    std::map<std::string, Beside> beside_all, beside_ranks, beside_band;
+    for (const auto& r : results) {
+      if (!r.held_out) continue;
+      beside_all["all"].add(r);
+      beside_ranks[fmt::format("{:>5} ranks on {:>3} node(s)", std::stoi(r.point->at("ranks")),
+                               std::stoi(r.point->at("nodes")))]
+          .add(r);
+      beside_band[band(std::stod(r.point->at("size_bytes")))].add(r);
+    }
+    fmt::print(
+        "\nheld-out half beside two references, on its time rows: the simulation and NCCL's own cost model\n"
+        "(ncclTopoGetAlgoTime for the algorithm and protocol simulated; p2p rows have none) on the same points,\n"
+        "geomean and bias as above; the measurement's repeatability: |out-of-place / in-place time - 1| of the\n"
+        "same rows, geomean and share above 15% (no model giving one time per row can come closer to both)\n");
+    print_beside({beside_all, beside_ranks, beside_band});
+
     if (!csv_path.empty()) {
       std::ofstream out(csv_path, std::ios::binary);
       if (!out) throw InputError({csv_path, 0, "--csv"}, "cannot write the file", "give a writable path");
       out << "id,system,ranks,nodes,collective,size_bytes,forced_algo,simulated_algo,metric,measured,simulated,"
-             "error,half\n";
+             "error,half,nccl_model_us\n";
       for (const auto& r : results) {
         const Point& p = *r.point;
-        out << fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:+.4f},{}\n", p.at("id"), p.at("system"),
+        out << fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:+.4f},{},{:.6g}\n", p.at("id"), p.at("system"),
                            p.at("ranks"), p.at("nodes"), p.at("collective"), p.at("size_bytes"), p.at("forced_algo"),
                            r.algorithm, r.by_time ? "time_us" : "busbw_GBps", r.measured, r.simulated,
-                           std::exp(r.log_ratio()) - 1, r.held_out ? "held_out" : "fit");
+                           std::exp(r.log_ratio()) - 1, r.held_out ? "held_out" : "fit", r.nccl_model_us);
       }
       if (!out.flush()) throw InputError({csv_path, 0, "--csv"}, "the write failed", "free space and retry");
     }

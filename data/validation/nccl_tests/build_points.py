@@ -17,7 +17,9 @@ Row formats (key `format`):
   size_time_algbw_busbw   author-trimmed rows (sizes may contain '_' digit separators)
   kv           'key=value | key=value ...' rows (used where the source printed only busbw)
 
-Only the FIRST time/algbw/busbw triple (out-of-place) is kept for nccl-tests rows.
+The FIRST time/algbw/busbw triple (out-of-place) is the point; the in-place time, where the row prints one
+(after the out-of-place #wrong), is kept as time_in_place_us: the same call timed a second time in the same run,
+which bounds how closely any model can match the row.
 A row may end with '  #flag=<reason>' to flag just that row.
 """
 import csv
@@ -29,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HEADER = ["id", "system", "gpu", "nodes", "gpus_per_node", "ranks", "interconnect_intra",
           "interconnect_inter", "nics_per_node", "nccl_version", "collective", "forced_algo",
           "forced_proto", "other_env", "size_bytes", "dtype", "time_us", "algbw_GBps",
-          "busbw_GBps", "nccl_tests_flags", "source_url", "source_locator", "flag"]
+          "busbw_GBps", "nccl_tests_flags", "source_url", "source_locator", "flag", "time_in_place_us"]
 COLL_ABBR = {"all_reduce": "ar", "all_gather": "ag", "reduce_scatter": "rs", "alltoall": "a2a",
              "broadcast": "bc", "reduce": "red", "sendrecv": "sr"}
 SKIP = {"nccl_root": 2, "nccl_noroot": 1, "nccl_bare": 0}
@@ -59,6 +61,14 @@ def parse_blocks(path):
     return blocks
 
 
+def is_number(s):
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
 def row_values(fmt, line):
     """Return dict of per-row fields parsed from one verbatim row."""
     rowflag = ""
@@ -72,6 +82,9 @@ def row_values(fmt, line):
         out["dtype_row"] = t[2]
         i = 3 + SKIP[fmt]
         out["time_us"], out["algbw_GBps"], out["busbw_GBps"] = t[i], t[i + 1], t[i + 2]
+        # The in-place group follows the out-of-place #wrong: time algbw busbw #wrong.
+        if len(t) >= i + 7 and all(is_number(x) for x in t[i + 4:i + 7]):
+            out["time_in_place_us"] = t[i + 4]
     elif fmt == "size_time_algbw_busbw":
         t = line.split()
         out["size_bytes"] = str(int(t[0].replace("_", "")))
@@ -101,7 +114,7 @@ def main(here=HERE):
                 r = {k: m.get(k, "") for k in HEADER}
                 for k in ("collective", "ranks", "gpus_per_node", "nodes", "forced_algo",
                           "forced_proto", "nccl_tests_flags", "size_bytes", "time_us",
-                          "algbw_GBps", "busbw_GBps", "dtype", "system"):
+                          "algbw_GBps", "busbw_GBps", "dtype", "system", "time_in_place_us"):
                     if k in v:
                         r[k] = v[k]
                 if "dtype_row" in v and not r["dtype"]:

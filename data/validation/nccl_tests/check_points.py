@@ -14,6 +14,7 @@ Checks
   * algbw vs size/time (size in bytes / time in us / 1e3 = GB/s): within the rounding of the
     printed digits of time and algbw
   * collective in the allowed set
+  * time_in_place_us, where present (the row's in-place time), parses as a float above zero
 Rows whose flag contains "approx" are parsed but excluded from the two consistency checks.
 Prints summary counts per system, ranks, collective, size decade, forced algo.
 """
@@ -27,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HEADER = ["id", "system", "gpu", "nodes", "gpus_per_node", "ranks", "interconnect_intra",
           "interconnect_inter", "nics_per_node", "nccl_version", "collective", "forced_algo",
           "forced_proto", "other_env", "size_bytes", "dtype", "time_us", "algbw_GBps",
-          "busbw_GBps", "nccl_tests_flags", "source_url", "source_locator", "flag"]
+          "busbw_GBps", "nccl_tests_flags", "source_url", "source_locator", "flag", "time_in_place_us"]
 COLLS = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce",
          "sendrecv"}
 
@@ -86,6 +87,13 @@ def main(here=HERE):
             errors.append(f"{rid}: nodes/gpus_per_node not integer")
         if r["collective"] not in COLLS:
             errors.append(f"{rid}: bad collective {r['collective']}")
+        ip = r["time_in_place_us"].strip()
+        if ip:
+            try:
+                if not float(ip) > 0:
+                    errors.append(f"{rid}: time_in_place_us {ip} not above zero")
+            except ValueError:
+                errors.append(f"{rid}: time_in_place_us {ip} not numeric")
         try:
             bus = float(r["busbw_GBps"])
         except ValueError:
