@@ -127,8 +127,14 @@ Env parse_env(const Point& p)
   // NCCL_ALGO as the source forced it: NCCL reads the names without regard to case (Ring, NVLSTree, ...).
   if (!p.at("forced_algo").empty()) e.algo = p.at("forced_algo");
   if (!p.at("forced_proto").empty()) e.proto = p.at("forced_proto");
-  std::string env = p.at("other_env");
-  if (auto paren = env.find(" ("); paren != std::string::npos) env = env.substr(0, paren);
+  // Notes in parentheses are the corpus's, not settings, wherever they stand ("X=1 (from the job definition);Y=0").
+  std::string env;
+  int depth = 0;
+  for (char ch : p.at("other_env")) {
+    if (ch == '(') ++depth;
+    if (depth == 0) env += ch;
+    if (ch == ')' && depth > 0) --depth;
+  }
   std::stringstream ss(env);
   std::string item;
   while (std::getline(ss, item, ';')) {
