@@ -15,10 +15,11 @@
 // the hardware. Summaries: the geometric-mean error exp(mean |ln(simulated/measured)|) - 1, the signed bias
 // exp(mean ln(simulated/measured)) - 1, the worst point and the share within 15%.
 //
-// Beside the simulation, on the held-out half's time rows: NCCL's own cost model for the same algorithm and protocol
-// (models::predict, ncclTopoGetAlgoTime), and the measurement's repeatability: each row's out-of-place time against
-// its in-place time (time_in_place_us), the same call timed twice in one run. No model that gives one time per row can
-// come closer to both columns than they are to each other. --csv writes each point with NCCL's model time.
+// Beside the simulation, on the held-out half's time rows: the library's own cost model for the same algorithm and
+// protocol (models::predict: NCCL's ncclTopoGetAlgoTime, RCCL's on AMD systems), and the measurement's repeatability:
+// each row's out-of-place time against its in-place time (time_in_place_us), the same call timed twice in one run. No
+// model that gives one time per row can come closer to both columns than they are to each other. --csv writes each
+// point with the library model's time (nccl_model_us).
 //
 // Points are left out, with the reason counted, where the system is one Railyard cannot describe (the systems file
 // says why), where the row's flag doubts the measurement itself (approx_prose_values, reported_below_expectation,
@@ -72,7 +73,7 @@ struct Result {
   int gpus_per_thread = 1; ///< nccl-tests -g of the source's command
   int channels = 1;        ///< NCCL's channels for the call
   double device_time_us = 0;
-  double nccl_model_us = NAN; ///< NCCL's own cost model (ncclTopoGetAlgoTime) for the call as simulated
+  double nccl_model_us = NAN; ///< the library's own cost model (NCCL's or RCCL's) for the call as simulated
   [[nodiscard]] double log_ratio() const
   {
     return by_time ? std::log(simulated / measured) : std::log(measured / simulated); // busbw: inverse of time
@@ -236,7 +237,7 @@ void print_beside(const std::vector<std::map<std::string, Beside>>& blocks)
 {
   std::size_t w = 36;
   fmt::print("{:<{}} {:>4} {:>9} {:>9} {:>9} {:>9} | {:>4} {:>9} {:>9}\n", "", w, "n", "sim geo", "sim bias",
-             "NCCL geo", "NCCL bias", "n", "oop/ip", ">15%");
+             "model geo", "model bias", "n", "oop/ip", ">15%");
   for (const auto& rows : blocks)
     for (const auto& [k, v] : rows)
       if (v.n > 0 || v.rep_n > 0) fmt::print("{:<{}} {}\n", k, w, v.line());
@@ -392,8 +393,8 @@ int main(int argc, char** argv)
       r.gpus_per_thread = run.gpus_per_thread;
       r.channels = row.call.channels.value_or(1);
       if (!p2p) {
-        // NCCL's own cost model for the same algorithm and protocol, beside the simulation (a diagnostic: where the
-        // two part ways, the simulated schedule and NCCL's latency + bytes / bandwidth disagree).
+        // The library's own cost model for the same algorithm and protocol, beside the simulation (a diagnostic: where
+        // the two part ways, the simulated schedule and the library's latency + bytes / bandwidth disagree).
         const topo::Topology topology = topo::build_topology(sc.cluster, sc.cluster_where);
         models::CollectiveCall call = row.call;
         call.ranks = o.ranks;
