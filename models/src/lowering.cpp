@@ -271,7 +271,7 @@ Bytes rccl_chunk(CollectiveKind kind, Algorithm a, Protocol p, Bytes total, int 
   return Bytes(chunk);
 }
 
-LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks)
+LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks, bool one_rank_per_node)
 {
   // NCCL 2.26.2 src/graph/tuning.cc: baseLat is paid once per call, hwLat per hop of the pipeline (NVLink inside a
   // node, NET between nodes). NVLS's hwLat is NCCL's whole NVLS latency (it adds it once, not per step), so it is
@@ -285,11 +285,15 @@ LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capabilit
   LoweringCosts c;
   switch (a) {
   case Algorithm::Ring:
-  case Algorithm::Tree:
+  case Algorithm::Tree: {
     c.launch = Seconds(k.base_latency_us[ai][pi] * us);
     c.intra_hop = Seconds(k.hw_latency_us[kNvlink][ai][pi] * us);
-    c.inter_hop = Seconds(k.hw_latency_us[kNet][ai][pi] * us);
+    // tuning.cc: "With ppn=1 latencies are fully exposed, use the Tree network latency" (interLat of every
+    // algorithm; Tree's own is the same either way).
+    const int net = one_rank_per_node ? static_cast<int>(Algorithm::Tree) : ai;
+    c.inter_hop = Seconds(k.hw_latency_us[kNet][net][pi] * us);
     break;
+  }
   case Algorithm::Nvls:
     c.launch = Seconds(k.hw_latency_us[kNvlink][ai][pi] * us);
     break;

@@ -375,7 +375,17 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
       li.intra_rings_reverse_odd_nodes = rings.reverse_odd_nodes;
     }
   } else {
-    costs = models::nccl_lowering_costs(algorithm, protocol, node.compute_capability, nranks);
+    // One GPU on each of several nodes: NCCL's model (src/graph/tuning.cc) prices the network steps of a ring
+    // all_reduce, all_gather or reduce_scatter with Tree's hwLat[NET] (its interLat); a ring broadcast or reduce
+    // takes Ring's there, and point-to-point calls are outside the model.
+    std::set<int> nodes;
+    for (int g : resolved.ranks)
+      nodes.insert(g / gpus_per_node);
+    const auto k = resolved.kind;
+    const bool interlat_kind = k == models::CollectiveKind::AllReduce || k == models::CollectiveKind::AllGather ||
+                               k == models::CollectiveKind::ReduceScatter;
+    const bool one_per_node = interlat_kind && nodes.size() > 1 && static_cast<int>(nodes.size()) == nranks;
+    costs = models::nccl_lowering_costs(algorithm, protocol, node.compute_capability, nranks, one_per_node);
   }
   li.costs.nvls_efficiency = costs.nvls_efficiency;
   li.costs.link_efficiency = costs.link_efficiency;

@@ -673,6 +673,33 @@ TEST(NcclTestsCli, NetLatencyIsTheNetworkStepOfEveryRingHopBetweenNodes)
   }
 }
 
+// A communicator of one GPU on each node: NCCL's model prices a ring's network step with Tree's hwLat[NET] ("with
+// ppn=1 latencies are fully exposed", src/graph/tuning.cc), so the simulation does. A forced ring all_gather of 8 B over
+// GPU 0 of two nodes is NCCL's launch (baseLat Ring: 6.6 us LL, 14.0 us LL128) and one network step: Tree's 5.0 us
+// (LL) or 8.5 us (LL128), above the path's own 3.0 us (PCIe 0.5, NIC cable 1, the leaf, NIC cable 1, PCIe 0.5 us);
+// with Ring's 2.7 / 4.0 us it would be 9.6 / 18.0 us. Two GPUs per node keep Ring's: GPUs 0, 1, 8, 9 make the ring
+// 0 -> 1 -> 8 -> 9 -> 0, whose network edges cross rails (PXN: an NVLink hop of 1.0 us, two 0.5 us links, then the
+// rail's 3.0 us), and all_gather's slowest chain of n - 1 = 3 hops is 1 -> 8 -> 9 -> 0: 4.0 + 1.0 + 4.0 us (Tree's
+// 5.0 us would make it 11.0).
+TEST(NcclTestsCli, OneRankPerNodeRingTakesTreesNetworkStep)
+{
+  const fs::path dir = railyard::test::temp_dir("ppn1");
+  const fs::path file = dir / "two_nodes.yaml";
+  std::ofstream(file) << rail_scenario(2);
+  auto time_us = [&](const std::string& ranks, const std::string& size, const std::string& proto) {
+    const CliResult r = run_cli("nccl-tests --scenario " + file.string() + " --op all_gather --algo ring --ranks '" +
+                                ranks + "' -b " + size + " -e " + size + " --proto " + proto);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto log = calibration::parse_nccl_tests_text(r.out, "all_gather_perf.log");
+    EXPECT_EQ(log.rows.size(), 1u) << r.out;
+    return log.rows.empty() ? 0.0 : log.rows[0].out_of_place->time_us;
+  };
+  const double printed = 0.011; // two decimals below 100 us, and the few bytes on the wire
+  EXPECT_NEAR(time_us("[0, 8]", "8", "LL"), 6.6 + 5.0, printed);
+  EXPECT_NEAR(time_us("[0, 8]", "8", "LL128"), 14.0 + 8.5, printed);
+  EXPECT_NEAR(time_us("[0, 1, 8, 9]", "32", "LL"), 6.6 + 4.0 + 1.0 + 4.0, printed);
+}
+
 // nccl.nthreads / nccl.ll128_nthreads are NCCL_NTHREADS / NCCL_LL128_NTHREADS: comm->maxThreads, from which NCCL's
 // getAlgoInfo trims a call's channels while nBytes < nChannels x nThreads x threshold (src/enqueue.cc, thresholds
 // NCCL_LL_THREAD_THRESHOLD 8 x nRanks for Ring/LL, NCCL_LL128_THREAD_THRESHOLD 8, NCCL_SIMPLE_THREAD_THRESHOLD 64), so

@@ -203,6 +203,17 @@ TEST(NcclLoweringCosts, AreNcclsTuningConstants)
   c = nccl_lowering_costs(Algorithm::Pat, Protocol::Simple, 90, 16);
   EXPECT_NEAR(c.launch.seconds(), (8 + 16 * 2.8) * us, 1e-12);
   EXPECT_NEAR(c.inter_hop.seconds(), 14.0 / 3.5 * us, 1e-12);
+  // One rank per node: tuning.cc's interLat is Tree's hwLat[NET] for every algorithm ("with ppn=1 latencies are fully
+  // exposed"): Ring's network hop 5.0 / 8.5 / 14 us for LL / LL128 / Simple instead of 2.7 / 4.0 / 14; the NVLink
+  // hop and the launch do not change.
+  c = nccl_lowering_costs(Algorithm::Ring, Protocol::LL, 90, 2, true);
+  EXPECT_NEAR(c.inter_hop.seconds(), 5.0 * us, 1e-12);
+  EXPECT_NEAR(c.launch.seconds(), 6.6 * us, 1e-12);
+  EXPECT_NEAR(c.intra_hop.seconds(), 0.6 * us, 1e-12);
+  EXPECT_NEAR(nccl_lowering_costs(Algorithm::Ring, Protocol::LL128, 90, 2, true).inter_hop.seconds(), 8.5 * us, 1e-12);
+  EXPECT_NEAR(nccl_lowering_costs(Algorithm::Ring, Protocol::Simple, 90, 2, true).inter_hop.seconds(), 14.0 * us,
+              1e-12);
+  EXPECT_NEAR(nccl_lowering_costs(Algorithm::Tree, Protocol::LL, 90, 2, true).inter_hop.seconds(), 5.0 * us, 1e-12);
   // nvlsEfficiency, NVIDIA/nccl src/graph/tuning.cc at commit 766bffee: Hopper 0.85, Blackwell 0.74.
   EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 90, 8).nvls_efficiency, 0.85);
   EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 100, 8).nvls_efficiency, 0.74);

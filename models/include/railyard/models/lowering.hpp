@@ -173,9 +173,11 @@ struct LoweringCosts {
 
 /// The costs NCCL 2.26.2's model assigns (src/graph/tuning.cc baseLat, hwLat; see models/README.md for how each
 /// algorithm uses them), for GPUs of `compute_capability` whose intra-node hops are NVLink; `nranks` enters PAT's
-/// latency. NVLS efficiency:
+/// latency. With `one_rank_per_node` (a communicator of one GPU on each of several nodes) a ring's network hop takes
+/// Tree's hwLat[NET], as NCCL's model prices it ("with ppn=1 latencies are fully exposed"). NVLS efficiency:
 /// nvlsEfficiency of NCCL's tuning.cc at commit 766bffee (0.85 Hopper, 0.74 Blackwell).
-LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks);
+LoweringCosts nccl_lowering_costs(Algorithm a, Protocol p, int compute_capability, int nranks,
+                                  bool one_rank_per_node = false);
 
 struct LoweringInput {
   CollectiveCall call;      ///< kind, bytes, ranks (global GPU ids); algorithm/protocol/channels must be set
