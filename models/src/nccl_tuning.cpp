@@ -391,6 +391,11 @@ std::optional<Seconds> predict(const NcclTuningInput& in, Algorithm algo, Protoc
   return units::us(lat + static_cast<double>(nbytes) / (1000.0 * bw));
 }
 
+Seconds ring_net_overhead(CpuVendor cpu, Protocol p)
+{
+  return Seconds(net_overhead_us(cpu) * (p == Protocol::Simple ? k().net_overhead_simple_multiplier : 1.0) * 1e-6);
+}
+
 std::vector<NcclPrediction> table(const NcclTuningInput& in)
 {
   if (in.library == CollectiveLibrary::Rccl) return rccl_table(in);

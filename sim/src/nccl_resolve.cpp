@@ -386,6 +386,10 @@ models::LoweringInput lowering_input_of(const models::CollectiveCall& resolved, 
                                k == models::CollectiveKind::ReduceScatter;
     const bool one_per_node = interlat_kind && nodes.size() > 1 && static_cast<int>(nodes.size()) == nranks;
     costs = models::nccl_lowering_costs(algorithm, protocol, node.compute_capability, nranks, one_per_node);
+    // A ring across nodes pays at least the host's network overhead for each intra-node step, as NCCL's model
+    // charges it ("inter-node rings still have to launch nsteps * net overhead").
+    if (algorithm == models::Algorithm::Ring && interlat_kind && nodes.size() > 1)
+      costs.intra_hop = std::max(costs.intra_hop, models::ring_net_overhead(node.cpu, protocol));
   }
   li.costs.nvls_efficiency = costs.nvls_efficiency;
   li.costs.link_efficiency = costs.link_efficiency;

@@ -674,8 +674,8 @@ TEST(NcclTestsCli, NetLatencyIsTheNetworkStepOfEveryRingHopBetweenNodes)
 }
 
 // A communicator of one GPU on each node: NCCL's model prices a ring's network step with Tree's hwLat[NET] ("with
-// ppn=1 latencies are fully exposed", src/graph/tuning.cc), so the simulation does. A forced ring all_gather of 8 B over
-// GPU 0 of two nodes is NCCL's launch (baseLat Ring: 6.6 us LL, 14.0 us LL128) and one network step: Tree's 5.0 us
+// ppn=1 latencies are fully exposed", src/graph/tuning.cc), so the simulation does. A forced ring all_gather of 8 B
+// over GPU 0 of two nodes is NCCL's launch (baseLat Ring: 6.6 us LL, 14.0 us LL128) and one network step: Tree's 5.0 us
 // (LL) or 8.5 us (LL128), above the path's own 3.0 us (PCIe 0.5, NIC cable 1, the leaf, NIC cable 1, PCIe 0.5 us);
 // with Ring's 2.7 / 4.0 us it would be 9.6 / 18.0 us. Two GPUs per node keep Ring's: GPUs 0, 1, 8, 9 make the ring
 // 0 -> 1 -> 8 -> 9 -> 0, whose network edges cross rails (PXN: an NVLink hop of 1.0 us, two 0.5 us links, then the
@@ -698,6 +698,29 @@ TEST(NcclTestsCli, OneRankPerNodeRingTakesTreesNetworkStep)
   EXPECT_NEAR(time_us("[0, 8]", "8", "LL"), 6.6 + 5.0, printed);
   EXPECT_NEAR(time_us("[0, 8]", "8", "LL128"), 14.0 + 8.5, printed);
   EXPECT_NEAR(time_us("[0, 1, 8, 9]", "32", "LL"), 6.6 + 4.0 + 1.0 + 4.0, printed);
+}
+
+// A ring that spans nodes pays each intra-node step at least the host's network overhead, as NCCL's model charges it
+// (src/graph/tuning.cc getNetOverhead: 1 us on Intel hosts, 2 us on AMD, x3 for Simple; intraLat = max(hwLat,
+// netOverhead)). DGX A100 has AMD CPUs: the ring 0 -> 1 -> 8 -> 9 -> 0 of OneRankPerNodeRingTakesTreesNetworkStep's
+// cluster, with A100 nodes, takes 6.6 us + 4.0 (network, PXN) + 2.0 (NVLink step: the overhead, above NCCL's 0.6 and
+// the path's 1.0) + 4.0 us for all_gather's slowest chain of 3 hops at Ring/LL. On Intel (DGX H100) the NVLink step
+// stays the path's 1.0 us (15.6 us there).
+TEST(NcclTestsCli, RingAcrossNodesPaysTheHostsNetOverheadPerIntraNodeStep)
+{
+  const fs::path dir = railyard::test::temp_dir("net_overhead");
+  const fs::path file = dir / "a100.yaml";
+  std::string text = rail_scenario(2);
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"nccl: {system: dgx_h100}", "nccl: {system: dgx_a100}"}, {"370.8 GB/s", "240 GB/s"}})
+    text.replace(text.find(from), from.size(), to);
+  std::ofstream(file) << text;
+  const CliResult r = run_cli("nccl-tests --scenario " + file.string() +
+                              " --op all_gather --algo ring --proto LL --ranks '[0, 1, 8, 9]' -b 32 -e 32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto log = calibration::parse_nccl_tests_text(r.out, "all_gather_perf.log");
+  ASSERT_EQ(log.rows.size(), 1u) << r.out;
+  EXPECT_NEAR(log.rows[0].out_of_place->time_us, 6.6 + 4.0 + 2.0 + 4.0, 0.011);
 }
 
 // nccl.nthreads / nccl.ll128_nthreads are NCCL_NTHREADS / NCCL_LL128_NTHREADS: comm->maxThreads, from which NCCL's

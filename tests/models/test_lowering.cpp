@@ -3,6 +3,7 @@
 // expected number is written out from NCCL's definitions (file and constant named beside it) or from the
 // collective's own arithmetic, not from the lowering's output.
 #include "railyard/models/lowering.hpp"
+#include "railyard/models/nccl_tuning.hpp"
 
 #include <gtest/gtest.h>
 
@@ -214,6 +215,11 @@ TEST(NcclLoweringCosts, AreNcclsTuningConstants)
   EXPECT_NEAR(nccl_lowering_costs(Algorithm::Ring, Protocol::Simple, 90, 2, true).inter_hop.seconds(), 14.0 * us,
               1e-12);
   EXPECT_NEAR(nccl_lowering_costs(Algorithm::Tree, Protocol::LL, 90, 2, true).inter_hop.seconds(), 5.0 * us, 1e-12);
+  // getNetOverhead: 1 us Intel, 2 us AMD (other hosts as Intel), x3 for Simple.
+  EXPECT_NEAR(ring_net_overhead(CpuVendor::Intel, Protocol::LL).seconds(), 1.0 * us, 1e-12);
+  EXPECT_NEAR(ring_net_overhead(CpuVendor::Amd, Protocol::LL128).seconds(), 2.0 * us, 1e-12);
+  EXPECT_NEAR(ring_net_overhead(CpuVendor::Amd, Protocol::Simple).seconds(), 6.0 * us, 1e-12);
+  EXPECT_NEAR(ring_net_overhead(CpuVendor::Other, Protocol::Simple).seconds(), 3.0 * us, 1e-12);
   // nvlsEfficiency, NVIDIA/nccl src/graph/tuning.cc at commit 766bffee: Hopper 0.85, Blackwell 0.74.
   EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 90, 8).nvls_efficiency, 0.85);
   EXPECT_DOUBLE_EQ(nccl_lowering_costs(Algorithm::Nvls, Protocol::Simple, 100, 8).nvls_efficiency, 0.74);

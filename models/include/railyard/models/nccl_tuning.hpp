@@ -134,6 +134,11 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm a, Pr
 /// ncclTopoGetAlgoTime: latency + bytes / bandwidth, with the Tree correction factors and the Ring plateau.
 std::optional<Seconds> predict(const NcclTuningInput& in, Algorithm a, Protocol p);
 
+/// The least a ring that spans nodes pays for each of its intra-node steps in NCCL's model: getNetOverhead of the
+/// host CPU (1 us Intel, 2 us AMD), x3 for Simple (src/graph/tuning.cc: "Inter-node rings still have to launch nsteps
+/// * net overhead"; intraLat = max(intraLat, netOverhead) for all_reduce, all_gather and reduce_scatter).
+Seconds ring_net_overhead(CpuVendor cpu, Protocol p);
+
 /// predict() for every (algorithm, protocol), in NCCL's order.
 std::vector<NcclPrediction> table(const NcclTuningInput& in);
 
