@@ -195,7 +195,7 @@ void print_table(const std::string& title, const std::map<std::string, std::pair
     fmt::print("{:<{}} {:<53} | {}\n", k, w, v.first.line(), v.second.line());
 }
 
-// The simulation beside two references on the same points (held-out half): NCCL's own cost model for the
+// The simulation beside two references on the same points (held-out half): the library's own cost model for the
 // algorithm and protocol simulated, and the measurement's repeatability, its out-of-place time against the in-place
 // time of the same row (the same call timed twice in one run; no model that gives one time per row can match both).
 struct Beside {
@@ -290,6 +290,7 @@ int main(int argc, char** argv)
                                                 "issue_title_reports_failure"};
     std::map<std::string, int> left_out;
     std::vector<Result> results;
+    std::map<std::string, topo::Topology> topologies; // per system, for the library's cost model
     std::set<std::string> ignored_env;
     for (const Point& p : points) {
       const std::string& system = p.at("system");
@@ -395,7 +396,11 @@ int main(int argc, char** argv)
       if (!p2p) {
         // The library's own cost model for the same algorithm and protocol, beside the simulation (a diagnostic: where
         // the two part ways, the simulated schedule and the library's latency + bytes / bandwidth disagree).
-        const topo::Topology topology = topo::build_topology(sc.cluster, sc.cluster_where);
+        // The system's cluster, built once (a point's settings change its nccl section only).
+        auto it = topologies.find(system);
+        if (it == topologies.end())
+          it = topologies.emplace(system, topo::build_topology(sc.cluster, sc.cluster_where)).first;
+        const topo::Topology& topology = it->second;
         models::CollectiveCall call = row.call;
         call.ranks = o.ranks;
         if (const auto in = sim::nccl_input(call, topology, sc.nccl))
@@ -485,8 +490,8 @@ int main(int argc, char** argv)
     print_table("by NCCL algorithm/protocol as simulated", by_algo);
     print_table("whole corpus", all);
 
-    // Held-out half: the simulation and NCCL's own cost model on the points both time (time rows, no p2p), and the
-    // rows' out-of-place against in-place times.
+    // Held-out half: the simulation and the library's own cost model on the points both time (time rows, no p2p), and
+    // the rows' out-of-place against in-place times.
     std::map<std::string, Beside> beside_all, beside_ranks, beside_band;
     for (const auto& r : results) {
       if (!r.held_out) continue;
@@ -497,8 +502,9 @@ int main(int argc, char** argv)
       beside_band[band(std::stod(r.point->at("size_bytes")))].add(r);
     }
     fmt::print(
-        "\nheld-out half beside two references, on its time rows: the simulation and NCCL's own cost model\n"
-        "(ncclTopoGetAlgoTime for the algorithm and protocol simulated; p2p rows have none) on the same points,\n"
+        "\nheld-out half beside two references, on its time rows: the simulation and the library's own cost\n"
+        "model (NCCL's ncclTopoGetAlgoTime, RCCL's on AMD systems, for the algorithm and protocol simulated; p2p\n"
+        "rows and RCCL's MSCCL kernels have none) on the same points,\n"
         "geomean and bias as above; the measurement's repeatability: |out-of-place / in-place time - 1| of the\n"
         "same rows, geomean and share above 15% (no model giving one time per row can come closer to both)\n");
     print_beside({beside_all, beside_ranks, beside_band});

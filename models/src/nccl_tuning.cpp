@@ -71,6 +71,12 @@ double net_overhead_us(CpuVendor cpu)
   return detail::net_overhead_us(k(), cpu);
 }
 
+// getNetOverhead, x3 for Simple: the least each intra-node step of a ring across nodes costs (ring_net_overhead()).
+double ring_net_overhead_us(CpuVendor cpu, Protocol proto)
+{
+  return net_overhead_us(cpu) * (proto == Protocol::Simple ? k().net_overhead_simple_multiplier : 1.0);
+}
+
 // ncclPatEnable with NCCL_PAT_ENABLE unset and a host-driven network (no device offload).
 bool pat_enabled(const NcclTuningInput& in)
 {
@@ -345,10 +351,7 @@ std::optional<NcclAlgoCost> algo_cost(const NcclTuningInput& in, Algorithm algo,
         lat += nsteps * step;
       }
     } else {
-      double overhead = 0;
-      if (nnodes > 1)
-        overhead = net_overhead_us(in.cpu) * (proto == Protocol::Simple ? k().net_overhead_simple_multiplier : 1.0);
-      intra_lat = std::max(intra_lat, overhead);
+      if (nnodes > 1) intra_lat = std::max(intra_lat, ring_net_overhead_us(in.cpu, proto));
       const int inter_steps = nnodes == 1 ? 0 : allreduce ? 2 * (nnodes - 1) : nnodes - 1;
       lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
     }
@@ -393,7 +396,7 @@ std::optional<Seconds> predict(const NcclTuningInput& in, Algorithm algo, Protoc
 
 Seconds ring_net_overhead(CpuVendor cpu, Protocol p)
 {
-  return Seconds(net_overhead_us(cpu) * (p == Protocol::Simple ? k().net_overhead_simple_multiplier : 1.0) * 1e-6);
+  return Seconds(ring_net_overhead_us(cpu, p) * 1e-6);
 }
 
 std::vector<NcclPrediction> table(const NcclTuningInput& in)
